@@ -1,0 +1,39 @@
+# transferd — the two commands: `make run` and `make test`.
+LISTEN   ?= 127.0.0.1:8080
+DATA_DIR ?= ./transferd-data
+ARGS     ?=
+SWIFT    ?= swift
+RELEASE  := .build/release/transferd
+
+.PHONY: run build deps test unit integration bench clean
+
+## make run: install missing system libraries, build, start transferd on $(LISTEN).
+run: build
+	$(RELEASE) --listen $(LISTEN) --data-dir $(DATA_DIR) $(ARGS)
+
+build: deps
+	$(SWIFT) build -c release
+
+deps:
+	@scripts/install-deps.sh build
+
+## make test: every test — Swift unit and in-process server tests, then the integration tests
+## that run the release binary against real servers started by the tests themselves.
+test: build
+	@scripts/install-deps.sh test
+	$(SWIFT) test
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
+
+unit: deps
+	$(SWIFT) test
+
+integration: build
+	@scripts/install-deps.sh test
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
+
+## make bench: the benchmark scripts in bench/ (they install nginx, wrk, curl, aria2 if missing).
+bench: build
+	bench/http.sh
+
+clean:
+	rm -rf .build

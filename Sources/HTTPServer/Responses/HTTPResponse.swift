@@ -1,0 +1,73 @@
+import Glibc
+
+/// A response a handler hands to its `Responder`. `Date`, `Content-Length` or
+/// `Transfer-Encoding`, and `Connection` are added by the server.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: ResponseBody
+
+    public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: ResponseBody = .empty) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response from already-encoded bytes.
+    public static func json(_ bytes: [UInt8], status: Int = 200, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        var h = headers
+        h.set("Content-Type", "application/json")
+        return HTTPResponse(status: status, headers: h, body: .bytes(bytes))
+    }
+
+    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+        HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", contentType)]), body: .bytes(Array(text.utf8)))
+    }
+
+    /// An RFC 9457 problem document.
+    public static func problem(_ problem: HTTPProblem, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        var h = headers
+        h.set("Content-Type", "application/problem+json")
+        return HTTPResponse(status: problem.status, headers: h, body: .bytes(problem.jsonBytes()))
+    }
+}
+
+/// What follows the head of a response.
+public enum ResponseBody: Sendable {
+    case empty
+    case bytes([UInt8])
+    /// A region of an open file, sent with sendfile(2). The server closes the descriptor after.
+    case file(FileRegion)
+    /// Sent with chunked coding as the producer writes to the `ResponseStream` it is given.
+    case stream(@Sendable (ResponseStream) -> Void)
+}
+
+/// An open file and the byte range of it to send. Owns the descriptor.
+public struct FileRegion: Sendable {
+    public let fd: Int32
+    public let offset: Int
+    public let count: Int
+
+    public init(fd: Int32, offset: Int, count: Int) {
+        self.fd = fd
+        self.offset = offset
+        self.count = count
+    }
+
+    func close() { _ = Glibc.close(fd) }
+}
+
+extension HTTPProblem {
+    /// The RFC 9457 document: `type`, `title`, `status`, `detail`, and our stable `code`.
+    public func jsonBytes() -> [UInt8] {
+        var out = JSONWriter()
+        out.beginObject()
+        out.key("type"); out.string("urn:transferd:problem:\(code)")
+        out.key("title"); out.string(HTTPStatus.reason(status))
+        out.key("status"); out.int(status)
+        out.key("detail"); out.string(detail)
+        out.key("code"); out.string(code)
+        out.endObject()
+        return out.bytes
+    }
+}

@@ -1,0 +1,73 @@
+/// Writes JSON straight into bytes. The service's hot paths (task GETs, problem documents) use it
+/// instead of Foundation's encoder, which allocates a dictionary tree per value.
+public struct JSONWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+    private var needsComma = false
+
+    public init(capacity: Int = 256) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func beginObject() { separate(); bytes.append(0x7B); needsComma = false }
+    public mutating func endObject() { bytes.append(0x7D); needsComma = true }
+    public mutating func beginArray() { separate(); bytes.append(0x5B); needsComma = false }
+    public mutating func endArray() { bytes.append(0x5D); needsComma = true }
+
+    public mutating func key(_ name: String) {
+        separate()
+        appendQuoted(name)
+        bytes.append(0x3A)
+        needsComma = false
+    }
+
+    public mutating func string(_ value: String) { separate(); appendQuoted(value); needsComma = true }
+    public mutating func int<I: BinaryInteger>(_ value: I) { separate(); bytes.append(contentsOf: String(value).utf8); needsComma = true }
+    public mutating func bool(_ value: Bool) { separate(); bytes.append(contentsOf: (value ? "true" : "false").utf8); needsComma = true }
+    public mutating func null() { separate(); bytes.append(contentsOf: "null".utf8); needsComma = true }
+
+    public mutating func double(_ value: Double) {
+        separate()
+        if value.isFinite {
+            if value == value.rounded(), abs(value) < 1e15 {
+                bytes.append(contentsOf: String(Int64(value)).utf8)
+            } else {
+                bytes.append(contentsOf: String(value).utf8)
+            }
+        } else {
+            bytes.append(contentsOf: "null".utf8)
+        }
+        needsComma = true
+    }
+
+    /// Splices an already-encoded JSON value.
+    public mutating func raw(_ encoded: [UInt8]) { separate(); bytes.append(contentsOf: encoded); needsComma = true }
+
+    public mutating func optionalString(_ value: String?) {
+        if let value { string(value) } else { null() }
+    }
+
+    private mutating func separate() {
+        if needsComma { bytes.append(0x2C) }
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private mutating func appendQuoted(_ s: String) {
+        bytes.append(0x22)
+        for c in s.utf8 {
+            switch c {
+            case 0x22: bytes.append(0x5C); bytes.append(0x22)
+            case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+            case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
+            case 0x0D: bytes.append(0x5C); bytes.append(0x72)
+            case 0x09: bytes.append(0x5C); bytes.append(0x74)
+            case 0x00..<0x20, 0x7F:
+                bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30])
+                bytes.append(Self.hex[Int(c >> 4)])
+                bytes.append(Self.hex[Int(c & 0xF)])
+            default: bytes.append(c)
+            }
+        }
+        bytes.append(0x22)
+    }
+}

@@ -1,0 +1,21 @@
+import HTTPServer
+
+/// `GET /v1`: what this service is and which API version it speaks. Behind the token like every
+/// `/v1` route, so it doubles as a cheap "is my token accepted?" check.
+struct APIRoot {
+    let version: String
+    let startedAt: Timestamp
+
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+        table.add("GET", "/v1", guard: auth) { [version, startedAt] _, responder in
+            var json = JSONWriter()
+            json.beginObject()
+            json.key("service"); json.string("transferd")
+            json.key("version"); json.string(version)
+            json.key("api"); json.string("v1")
+            json.key("started_at"); json.string(startedAt.rfc3339)
+            json.endObject()
+            responder.respond(.json(json.bytes))
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import HTTPServer
+
+/// Everything transferd is configured with, validated. Built by `ConfigurationResolver` from flags
+/// and `TRANSFERD_*` environment variables (PRODUCT.md "Running it").
+public struct ServiceConfiguration: Sendable {
+    public var listen: SocketAddress
+    public var dataDirectory: String
+    /// Bearer tokens accepted on `/v1`. Empty means no authentication, which is allowed only on a
+    /// loopback address.
+    public var apiTokens: [String]
+    /// Roots under which `from_file` and `download.destination` may lie.
+    public var allowedPaths: [String]
+    public var networkPolicy: String
+    /// Seconds a completed task, its body and files are kept.
+    public var retention: Double
+    public var logLevel: String
+    public var http: HTTPLimits
+
+    /// The HTTP server's limits, each with a flag and an environment variable.
+    public struct HTTPLimits: Sendable {
+        public var maxConnections = 10_000
+        public var maxRequestLineBytes = 8 * 1024
+        public var maxHeaderBytes = 32 * 1024
+        public var maxBodyBytes = 1024 * 1024
+        public var headerTimeout: Double = 10
+        public var bodyTimeout: Double = 60
+        public var idleTimeout: Double = 75
+        public var maxRequestsPerConnection = 1000
+        public var threads = 0
+    }
+
+    public var requiresAuthentication: Bool { !apiTokens.isEmpty }
+
+    public func serverConfiguration(loops: Int) -> HTTPServerConfiguration {
+        var c = HTTPServerConfiguration(address: listen, loopCount: http.threads > 0 ? http.threads : loops)
+        c.maxConnections = http.maxConnections
+        c.maxRequestLineBytes = http.maxRequestLineBytes
+        c.maxHeaderBytes = http.maxHeaderBytes
+        c.maxBufferedBodyBytes = http.maxBodyBytes
+        c.headerTimeout = http.headerTimeout
+        c.bodyTimeout = http.bodyTimeout
+        c.idleTimeout = http.idleTimeout
+        c.maxRequestsPerConnection = http.maxRequestsPerConnection
+        return c
+    }
+}

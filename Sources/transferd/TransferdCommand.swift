@@ -1,0 +1,87 @@
+import ArgumentParser
+import Glibc
+import Logging
+import Prometheus
+import TransferService
+
+/// The command line. Every option also reads a `TRANSFERD_*` environment variable, resolved (and
+/// validated) by `ConfigurationResolver`; a flag wins over its variable.
+struct TransferdCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "transferd",
+        abstract: "Background transfers as a service: hand over downloads and uploads over HTTP, get told when they finish.",
+        version: Service.version)
+
+    @Option(help: "Address to serve the API on, host:port or [v6]:port. Env: TRANSFERD_LISTEN. [127.0.0.1:8080]")
+    var listen: String?
+
+    @Option(name: .customLong("data-dir"), help: "Directory for the database and transferred files. Env: TRANSFERD_DATA_DIR. [./transferd-data]")
+    var dataDir: String?
+
+    @Option(name: .customLong("api-token"), help: "Bearer token required on /v1 (repeatable or comma-separated). Env: TRANSFERD_API_TOKEN.")
+    var apiToken: [String] = []
+
+    @Option(name: .customLong("api-token-file"), help: "File with one token per line. Env: TRANSFERD_API_TOKEN_FILE.")
+    var apiTokenFile: String?
+
+    @Option(name: .customLong("allow-path"), help: "Root that from_file and download destinations may use (repeatable). Env: TRANSFERD_ALLOW_PATHS (comma-separated).")
+    var allowPath: [String] = []
+
+    @Option(name: .customLong("network-policy"), help: "default, public-only, or allow=CIDR,…;deny=CIDR,…. Env: TRANSFERD_NETWORK_POLICY.")
+    var networkPolicy: String?
+
+    @Option(help: "How long completed tasks and their files are kept, e.g. 7d. Env: TRANSFERD_RETENTION.")
+    var retention: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Env: TRANSFERD_LOG_LEVEL. [info]")
+    var logLevel: String?
+
+    @Option(name: .customLong("max-connections"), help: "Most client connections at once. Env: TRANSFERD_MAX_CONNECTIONS. [10000]")
+    var maxConnections: String?
+
+    @Option(name: .customLong("max-request-line"), help: "Longest request line in bytes (414 beyond). Env: TRANSFERD_MAX_REQUEST_LINE. [8192]")
+    var maxRequestLine: String?
+
+    @Option(name: .customLong("max-header-bytes"), help: "Largest header section in bytes (431 beyond). Env: TRANSFERD_MAX_HEADER_BYTES. [32768]")
+    var maxHeaderBytes: String?
+
+    @Option(name: .customLong("max-body-bytes"), help: "Largest JSON request body in bytes (413 beyond). Env: TRANSFERD_MAX_BODY_BYTES. [1048576]")
+    var maxBodyBytes: String?
+
+    @Option(name: .customLong("header-timeout"), help: "Time allowed to send a request head. Env: TRANSFERD_HEADER_TIMEOUT. [10s]")
+    var headerTimeout: String?
+
+    @Option(name: .customLong("body-timeout"), help: "Longest pause while sending a request body. Env: TRANSFERD_BODY_TIMEOUT. [60s]")
+    var bodyTimeout: String?
+
+    @Option(name: .customLong("idle-timeout"), help: "How long an idle keep-alive connection stays open. Env: TRANSFERD_IDLE_TIMEOUT. [75s]")
+    var idleTimeout: String?
+
+    @Option(name: .customLong("max-requests-per-connection"), help: "Requests served on one connection before it closes. Env: TRANSFERD_MAX_REQUESTS_PER_CONNECTION. [1000]")
+    var maxRequestsPerConnection: String?
+
+    @Option(name: .customLong("http-threads"), help: "Event-loop threads for the API (0: one per core). Env: TRANSFERD_HTTP_THREADS. [0]")
+    var httpThreads: String?
+
+    var rawSettings: RawSettings {
+        var raw = RawSettings()
+        raw.listen = listen
+        raw.dataDir = dataDir
+        raw.apiTokens = apiToken
+        raw.apiTokenFile = apiTokenFile
+        raw.allowPaths = allowPath
+        raw.networkPolicy = networkPolicy
+        raw.retention = retention
+        raw.logLevel = logLevel
+        raw.maxConnections = maxConnections
+        raw.maxRequestLine = maxRequestLine
+        raw.maxHeaderBytes = maxHeaderBytes
+        raw.maxBodyBytes = maxBodyBytes
+        raw.headerTimeout = headerTimeout
+        raw.bodyTimeout = bodyTimeout
+        raw.idleTimeout = idleTimeout
+        raw.maxRequestsPerConnection = maxRequestsPerConnection
+        raw.httpThreads = httpThreads
+        return raw
+    }
+}
