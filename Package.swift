@@ -12,6 +12,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
     ],
     targets: [
         // C libraries, with typed shims for their variadic calls (Swift cannot call C varargs).
@@ -30,9 +31,19 @@ let package = Package(
             .product(name: "CoreMetrics", package: "swift-metrics"),
         ]),
 
+        // SQLite: connections, cached statements, migrations, the group-committing writer.
+        .target(name: "Store", dependencies: ["CSQLite", "Reactor"]),
+
+        // libcurl multi loops, admission per session and host, the transfer of bytes.
+        .target(name: "TransferEngine", dependencies: [
+            "CCurl", "CLinux", "Reactor",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+
         // The service core: configuration, API routes, JSON models, problem documents, lifecycle.
         .target(name: "TransferService", dependencies: [
-            "HTTPServer", "Reactor", "CLinux",
+            "HTTPServer", "Reactor", "CLinux", "Store", "TransferEngine",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -46,6 +57,12 @@ let package = Package(
         ]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Reactor"]),
+        .testTarget(name: "TransferEngineTests", dependencies: [
+            "TransferEngine", "HTTPServer", "Reactor",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "TransferServiceTests", dependencies: ["TransferService"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,34 +1,48 @@
 #!/usr/bin/env bash
 # Installs what building and testing transferd needs, and only what is missing:
 #   build:  libcurl4-openssl-dev, libsqlite3-dev (Debian packages)
-#   test:   the Python packages the integration tests use (pip)
+#   test:   the Python packages the integration tests use (pip): pytest, requests, pyyaml,
+#           jsonschema, standardwebhooks, openapi-spec-validator
 # Usage: scripts/install-deps.sh build|test
 set -euo pipefail
 what=${1:-build}
 
-need_debs=()
-wanted_debs=(libcurl4-openssl-dev libsqlite3-dev)
-for pkg in "${wanted_debs[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_debs+=("$pkg")
-done
-if [ ${#need_debs[@]} -gt 0 ]; then
-  echo "installing ${need_debs[*]}" >&2
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+sudo_cmd=""
+[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+
+# Installs the Debian packages given that are not installed yet.
+apt_install() {
+  local need=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+  done
+  [ ${#need[@]} -gt 0 ] || return 0
+  echo "installing ${need[*]}" >&2
   # A fresh machine may have empty package lists: update once if the install cannot find them.
-  $sudo_cmd apt-get install -y -q "${need_debs[@]}" >/dev/null 2>&1 || {
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${need[@]}" >/dev/null 2>&1 || {
     $sudo_cmd apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${need_debs[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${need[@]}" >/dev/null
   }
-fi
+}
+
+# Installs Python packages with pip. Debian's own python3 refuses system-wide pip installs
+# (PEP 668) unless told otherwise; a pyenv or venv python does not need the flag.
+pip_install() {
+  python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
+  echo "installing $* (pip)" >&2
+  python3 -m pip install -q "$@" 2>/dev/null || python3 -m pip install -q --break-system-packages "$@"
+}
+
+apt_install libcurl4-openssl-dev libsqlite3-dev
 
 if [ "$what" = test ]; then
   missing=()
-  python3 -c 'import pytest' 2>/dev/null || missing+=(pytest)
-  python3 -c 'import requests' 2>/dev/null || missing+=(requests)
+  for module in pytest requests yaml jsonschema standardwebhooks; do
+    python3 -c "import $module" 2>/dev/null || case $module in
+      yaml) missing+=(pyyaml) ;;
+      *) missing+=("$module") ;;
+    esac
+  done
   command -v openapi-spec-validator >/dev/null 2>&1 || missing+=(openapi-spec-validator)
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing ${missing[*]} (pip)" >&2
-    python3 -m pip install -q "${missing[@]}"
-  fi
+  [ ${#missing[@]} -eq 0 ] || pip_install "${missing[@]}"
 fi

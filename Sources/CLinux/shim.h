@@ -11,4 +11,15 @@
 
 // accept4 is declared only under _GNU_SOURCE, which Swift's Glibc module is not built with.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+// openat2(2) has no glibc wrapper in Debian 12: call it by number. RESOLVE_BENEATH refuses any
+// resolution (.., absolute symlink, symlink target) that leaves the directory `dirfd` names.
+static inline int transferd_openat2(int dirfd, const char *path, int flags, unsigned int mode, unsigned long long resolve) {
+    struct open_how how = { .flags = (unsigned long long)flags, .mode = mode, .resolve = resolve };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
 #endif

@@ -29,7 +29,8 @@ public final class HTTPServer: Sendable {
     /// Graceful shutdown: stop accepting, close idle connections, let in-flight responses finish
     /// (up to `shutdownGrace` seconds), then close what is left and stop the loops. Blocks.
     public func shutdown() {
-        shared.beginShutdown()
+        // Only the first call shuts down: a second would join loop threads already joined.
+        guard shared.beginShutdown() else { return }
         let workers = shared.workers
         let first = workers[0]
         first.loop.execute { [shared] in

@@ -63,6 +63,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("http-threads"), help: "Event-loop threads for the API (0: one per core). Env: TRANSFERD_HTTP_THREADS. [0]")
     var httpThreads: String?
 
+    @Option(name: .customLong("max-data-body-bytes"), help: "Largest response body a data task keeps. Env: TRANSFERD_MAX_DATA_BODY_BYTES. [67108864]")
+    var maxDataBodyBytes: String?
+
     var rawSettings: RawSettings {
         var raw = RawSettings()
         raw.listen = listen
@@ -82,6 +85,7 @@ struct TransferdCommand: ParsableCommand {
         raw.idleTimeout = idleTimeout
         raw.maxRequestsPerConnection = maxRequestsPerConnection
         raw.httpThreads = httpThreads
+        raw.maxDataBodyBytes = maxDataBodyBytes
         return raw
     }
 }

@@ -53,11 +53,18 @@ struct BodyDecoderTests {
         ("missing CRLF after data", "5\r\nhelloX\r\n0\r\n\r\n"),
         ("bare CR in trailer", "0\r\nX: a\rb\r\n\r\n"),
         ("NUL in extension", "5;a\u{0}\r\nhello\r\n0\r\n\r\n"),
+        ("digits after whitespace", "5 5\r\nhello\r\n0\r\n\r\n"),
+        ("text after whitespace", "5 x\r\nhello\r\n0\r\n\r\n"),
     ]
 
     @Test(arguments: malformed)
     func refusesMalformedChunks(_ vector: (String, String)) {
         #expect(throws: HTTPProblem.self, "\(vector.0)") { _ = try decode(.chunked, vector.1) }
+    }
+
+    @Test func whitespaceBeforeAnExtensionOrTheLineEnd() throws {
+        // RFC 9112 §7.1.1: BWS may precede ";"; what follows whitespace must be an extension.
+        #expect(try decode(.chunked, "5 ;a=b\r\nhello\r\n3\t\r\nabc\r\n0 \r\n\r\n").body == "helloabc")
     }
 
     @Test func emptyLengthIsCompleteAtOnce() {

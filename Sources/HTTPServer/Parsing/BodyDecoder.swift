@@ -4,6 +4,7 @@ public struct BodyDecoder: Sendable {
     private enum State: Sendable {
         case length(remaining: Int)
         case chunkSize(value: Int, digits: Int)
+        case chunkSizeWhitespace(size: Int, length: Int)
         case chunkExtension(size: Int, length: Int)
         case chunkSizeLF(size: Int)
         case chunkData(remaining: Int)
@@ -76,8 +77,22 @@ public struct BodyDecoder: Sendable {
                 throw .bad("malformed chunk size")
             } else if c == 0x0D {
                 state = .chunkSizeLF(size: value)
-            } else if c == 0x3B || CharacterClass.isWhitespace(c) {
+            } else if c == 0x3B {
                 state = .chunkExtension(size: value, length: 1)
+            } else if CharacterClass.isWhitespace(c) {
+                state = .chunkSizeWhitespace(size: value, length: 1)
+            } else {
+                throw .bad("malformed chunk size")
+            }
+        case .chunkSizeWhitespace(let size, let length):
+            // RFC 9112 §7.1.1: only BWS ";" may follow the size. Taking anything after a space as
+            // an extension read `5 5` as 5, where another parser in the path might read 0x55.
+            if c == 0x3B {
+                state = .chunkExtension(size: size, length: length + 1)
+            } else if c == 0x0D {
+                state = .chunkSizeLF(size: size)
+            } else if CharacterClass.isWhitespace(c) && length < 4096 {
+                state = .chunkSizeWhitespace(size: size, length: length + 1)
             } else {
                 throw .bad("malformed chunk size")
             }

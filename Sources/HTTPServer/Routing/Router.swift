@@ -47,11 +47,19 @@ public final class Router: Sendable {
     }
 
     private let routes: [Route]
+    private let prefixGuards: [(prefix: String, check: RequestGuard)]
 
     public init(_ build: (inout RouteTable) -> Void) {
         var table = RouteTable()
         build(&table)
         routes = table.routes
+        prefixGuards = table.prefixGuards
+    }
+
+    /// The guard for a path no route matches, so that (say) an unknown `/v1/…` path answers 401
+    /// to a client without a token rather than revealing, by a 404, which paths exist.
+    public func unmatchedGuard(for path: Substring) -> RequestGuard? {
+        prefixGuards.first { path == $0.prefix || path.hasPrefix($0.prefix + "/") }?.check
     }
 
     public var patterns: [String] { routes.map(\.pattern) }
@@ -96,6 +104,12 @@ public final class Router: Sendable {
 /// Collects routes while a `Router` is built.
 public struct RouteTable {
     fileprivate(set) var routes: [Router.Route] = []
+    fileprivate(set) var prefixGuards: [(prefix: String, check: RequestGuard)] = []
+
+    /// Applies `check` to requests under `prefix` that match no route (before the 404 or 405).
+    public mutating func guardUnmatched(prefix: String, _ check: @escaping RequestGuard) {
+        prefixGuards.append((prefix, check))
+    }
 
     public mutating func add(_ method: String, _ pattern: String, guard guardCheck: RequestGuard? = nil,
                              _ action: RouteAction)

@@ -53,6 +53,13 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     override func handleEvents(_ events: UInt32) {
         if events & UInt32(EPOLLERR.rawValue) != 0 { return close() }
+        if events & UInt32(EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 && stream != nil {
+            // The client hung up during a streamed response (an event stream). The stream may
+            // wait on its producer for minutes, with nothing written that would fail on the dead
+            // socket and no read in progress that would see the EOF: end it now, so its producer
+            // learns through `onTermination` instead of holding the connection indefinitely.
+            return close()
+        }
         if events & UInt32(EPOLLOUT.rawValue) != 0 && (phase == .writing || outboundSent < outbound.count) { flush() }
         if events & UInt32(EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 {
             readable = true
@@ -143,7 +150,14 @@ final class Connection: EventHandler, @unchecked Sendable {
         let hasBody = !head.framing.isEmpty
 
         let route: Router.Route, parameters: PathParameters
-        switch shared.router.match(method: head.method, path: head.path) {
+        let match = shared.router.match(method: head.method, path: head.path)
+        if case .found = match {} else if let check = shared.router.unmatchedGuard(for: head.path),
+            let denial = check(HTTPRequest(head: head, route: "unmatched", parameters: PathParameters(), body: [],
+                                           id: requestID, remoteAddress: remoteAddress))
+        {
+            return respondEarly(denial, unreadBody: hasBody)
+        }
+        switch match {
         case .notFound:
             return respondEarly(.problem(HTTPProblem(404, "not_found", "no resource at \(head.path)")), unreadBody: hasBody)
         case .methodNotAllowed(let allowed):
@@ -175,12 +189,14 @@ final class Connection: EventHandler, @unchecked Sendable {
         }
         decoder = BodyDecoder(head.framing, maxTrailerBytes: shared.configuration.maxHeaderBytes)
         if decoder.isComplete { return bodyComplete() }
+        phase = .readingBody
+        deadline = MonotonicClock.after(seconds: shared.configuration.bodyTimeout)
         if head.expectsContinue {
+            // The phase is set first: a failed write closes the connection inside `flush`, and
+            // setting it afterwards would revive a closed connection (and close its fd twice).
             outbound.append(contentsOf: Connection.continueLine)
             flush()
         }
-        phase = .readingBody
-        deadline = MonotonicClock.after(seconds: shared.configuration.bodyTimeout)
     }
 
     private func tooLarge(_ limit: Int) -> HTTPProblem {
@@ -258,7 +274,9 @@ final class Connection: EventHandler, @unchecked Sendable {
 
         var head = ResponseHead(status: response.status, headers: response.headers, versionMinor: ex.head.versionMinor,
                                 keepAlive: keepAlive, requestID: ex.requestID, date: worker.date())
-        let sendsBody = !ex.head.isHead
+        // RFC 9110 §6.4.1, RFC 9112 §6.3: a response to HEAD, and a 1xx, 204 or 304, ends at its
+        // header section; body bytes a handler passed anyway would be read as the next response.
+        let sendsBody = !ex.head.isHead && !ResponseHead.isBodyless(response.status)
         switch response.body {
         case .empty:
             head.contentLength = 0
@@ -272,7 +290,7 @@ final class Connection: EventHandler, @unchecked Sendable {
             head.serialize(into: &outbound)
             if sendsBody { file = region; fileSent = 0 } else { region.close() }
         case .stream(let producer):
-            head.chunked = !rawStream
+            head.chunked = !rawStream && !ResponseHead.isBodyless(response.status)
             chunkedStream = !rawStream
             head.serialize(into: &outbound)
             if sendsBody {
@@ -321,7 +339,14 @@ final class Connection: EventHandler, @unchecked Sendable {
                 continue
             }
             if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                // A stream's new chunk met a socket still full of earlier ones: the client is
+                // not reading, which is what the write timeout is for.
+                if phase == .writing && deadline == .max {
+                    deadline = MonotonicClock.after(seconds: worker.shared.configuration.writeTimeout)
+                }
+                return
+            }
             return close()
         }
         if outbound.capacity > 256 * 1024 {
@@ -347,7 +372,14 @@ final class Connection: EventHandler, @unchecked Sendable {
             region.close()
             file = nil
         }
-        guard phase == .writing, streamFinished else { return }
+        guard phase == .writing else { return }
+        guard streamFinished else {
+            // All written so far is out, and the stream waits on its producer: an event stream
+            // may be quiet for minutes, which is no client stalling a write. Without this, every
+            // pause longer than `writeTimeout` cut the stream off.
+            deadline = .max
+            return
+        }
         responseComplete()
     }
 
@@ -359,8 +391,13 @@ final class Connection: EventHandler, @unchecked Sendable {
         guard let ex = exchange else { return }
         exchange = nil
         worker.recordCompleted(ex, remoteAddress: remoteAddress)
-        if ex.closeAfter {
-            return ex.unreadBody ? lingeringClose() : close()
+        // Draining (shutdown) closes after the current response even if it promised keep-alive
+        // (RFC 9112 §9.6 lets a server close between responses); otherwise the connection would
+        // sit idle until the grace period ran out.
+        if ex.closeAfter || draining {
+            // Requests the client pipelined and we will not answer may still be arriving; a plain
+            // close with unread input sends a reset that can destroy the response in flight.
+            return ex.unreadBody || !inbound.isEmpty ? lingeringClose() : close()
         }
         phase = .awaitingHead
         inbound.releaseIfEmpty()
@@ -430,8 +467,15 @@ final class Connection: EventHandler, @unchecked Sendable {
     /// response (an event stream) ends cleanly.
     func drain() {
         draining = true
-        if phase == .awaitingHead && inbound.isEmpty { return close() }
+        // Idle only if nothing has arrived either: a request already in the socket buffer (sent
+        // just before shutdown) is read and answered, not cut off.
+        if phase == .awaitingHead && inbound.isEmpty && !hasPendingInput { return close() }
         if stream != nil { finishStream(generation: generation) }
+    }
+
+    private var hasPendingInput: Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
     }
 
     private static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)

@@ -10,13 +10,16 @@ struct ResponseHead {
     var contentLength: Int?
     var chunked = false
 
-    init(status: Int, headers: HTTPHeaders, versionMinor: Int, keepAlive: Bool, requestID: String, date: [UInt8]) {
+    init(status: Int, headers: HTTPHeaders, versionMinor: Int, keepAlive: Bool, requestID: String, date: [UInt8],
+         contentLength: Int? = nil)
+    {
         self.status = status
         self.headers = headers
         self.versionMinor = versionMinor
         self.keepAlive = keepAlive
         self.requestID = requestID
         self.date = date
+        self.contentLength = contentLength
     }
 
     func serialize(into out: inout [UInt8]) {
@@ -29,8 +32,8 @@ struct ResponseHead {
         out.append(contentsOf: date)
         out.append(contentsOf: ResponseHead.crlf)
         // RFC 9110 §8.6: no Content-Length on 1xx or 204; 304 describes the selected representation.
-        let bodyless = status < 200 || status == 204 || status == 304
-        if chunked {
+        let bodyless = ResponseHead.isBodyless(status)
+        if chunked && !bodyless {
             out.append(contentsOf: ResponseHead.chunkedLine)
         } else if let contentLength, !bodyless {
             out.append(contentsOf: ResponseHead.contentLengthName)
@@ -47,7 +50,7 @@ struct ResponseHead {
             out.append(contentsOf: requestID.utf8)
             out.append(contentsOf: ResponseHead.crlf)
         }
-        for (name, value) in headers where !ResponseHead.isServerOwned(name) {
+        for (name, value) in headers where !ResponseHead.isServerOwned(name) && ResponseHead.isWellFormed(name, value) {
             out.append(contentsOf: name.utf8)
             out.append(0x3A)
             out.append(0x20)
@@ -55,6 +58,17 @@ struct ResponseHead {
             out.append(contentsOf: ResponseHead.crlf)
         }
         out.append(contentsOf: ResponseHead.crlf)
+    }
+
+    /// RFC 9110 §6.4.1: 1xx, 204 and 304 responses never have content.
+    static func isBodyless(_ status: Int) -> Bool { status < 200 || status == 204 || status == 304 }
+
+    /// A field a handler built from untrusted text (an id, a URL) must not end the header line
+    /// early: a CR or LF in a value would let it add fields or a body of its own (response
+    /// splitting). Such a field is dropped rather than mended (RFC 9110 §5.1, §5.5).
+    private static func isWellFormed(_ name: String, _ value: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy(CharacterClass.isTokenChar)
+            && value.utf8.allSatisfy(CharacterClass.isFieldValueChar)
     }
 
     private static func isServerOwned(_ name: String) -> Bool {

@@ -28,7 +28,10 @@ final class ServerShared: @unchecked Sendable {
 
     var isShuttingDown: Bool { shuttingDown.load(ordering: .acquiring) }
 
-    func beginShutdown() { shuttingDown.store(true, ordering: .releasing) }
+    /// Marks the server as shutting down; false when it already was.
+    func beginShutdown() -> Bool {
+        !shuttingDown.exchange(true, ordering: .acquiringAndReleasing)
+    }
 
     /// Counts a new connection in; false when the server is full.
     func admitConnection() -> Bool {

@@ -58,7 +58,7 @@ final class ServerWorker: EventHandler, @unchecked Sendable {
             }
             guard shared.admitConnection() else {
                 // Over the connection limit: a short answer beats a silent reset.
-                _ = ServerWorker.overloaded.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                _ = overloadedResponse().withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 Glibc.close(fd)
                 continue
             }
@@ -177,12 +177,18 @@ final class ServerWorker: EventHandler, @unchecked Sendable {
         ])
     }
 
-    private static let overloaded: [UInt8] = {
-        let body = HTTPProblem(503, "too_many_connections", "the server is at its connection limit; retry shortly").jsonBytes()
-        let head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\n"
-            + "Connection: close\r\nContent-Length: \(body.count)\r\n\r\n"
-        return Array(head.utf8) + body
-    }()
+    /// The 503 for a connection over the limit. Built per refusal rather than once, so that it
+    /// carries a `Date` like every other response (RFC 9110 §6.6.1).
+    private func overloadedResponse() -> [UInt8] {
+        var out: [UInt8] = []
+        ResponseHead(status: 503, headers: ServerWorker.overloadedHeaders, versionMinor: 1, keepAlive: false,
+                     requestID: "", date: date(), contentLength: ServerWorker.overloadedBody.count).serialize(into: &out)
+        return out + ServerWorker.overloadedBody
+    }
+
+    private static let overloadedBody =
+        HTTPProblem(503, "too_many_connections", "the server is at its connection limit; retry shortly").jsonBytes()
+    private static let overloadedHeaders = HTTPHeaders([("Content-Type", "application/problem+json")])
 }
 
 struct MetricKey: Hashable {

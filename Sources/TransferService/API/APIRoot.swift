@@ -7,15 +7,17 @@ struct APIRoot {
     let startedAt: Timestamp
 
     func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
-        table.add("GET", "/v1", guard: auth) { [version, startedAt] _, responder in
-            var json = JSONWriter()
-            json.beginObject()
-            json.key("service"); json.string("transferd")
-            json.key("version"); json.string(version)
-            json.key("api"); json.string("v1")
-            json.key("started_at"); json.string(startedAt.rfc3339)
-            json.endObject()
-            responder.respond(.json(json.bytes))
+        // Nothing in it changes while the process runs: encoded once.
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("service"); json.string("transferd")
+        json.key("version"); json.string(version)
+        json.key("api"); json.string("v1")
+        json.key("started_at"); json.string(startedAt.rfc3339)
+        json.endObject()
+        let body = json.bytes
+        table.add("GET", "/v1", guard: auth) { _, responder in
+            responder.respond(.json(body))
         }
     }
 }

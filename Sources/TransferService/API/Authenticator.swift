@@ -16,11 +16,12 @@ struct Authenticator: Sendable {
         guard let header = request.headers["authorization"] else {
             return Authenticator.challenge("missing bearer token", error: nil)
         }
+        // credentials = auth-scheme 1*SP token68 (RFC 9110 §11.4): one or more spaces.
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             return Authenticator.challenge("the Authorization header must use the Bearer scheme", error: "invalid_request")
         }
-        let presented = Array(parts[1].utf8)
+        let presented = Array(parts[1].drop(while: { $0 == " " }).utf8)
         // Compare with every token, always, so timing reveals neither which token nor how much
         // of one matched.
         var matched = false

@@ -21,8 +21,15 @@ public struct RawSettings: Sendable {
     public var idleTimeout: String?
     public var maxRequestsPerConnection: String?
     public var httpThreads: String?
+    public var maxDataBodyBytes: String?
 
     public init() {}
+}
+
+/// A setting's value and where it came from (a flag or an environment variable), for messages.
+struct Setting {
+    let value: String
+    let name: String
 }
 
 public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
@@ -35,63 +42,69 @@ public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
 /// so a bad one stops the process with a message instead of misbehaving later.
 public enum ConfigurationResolver {
     public static func resolve(_ raw: RawSettings, environment: [String: String]) throws(ConfigurationError) -> ServiceConfiguration {
-        func pick(_ flag: String?, _ variable: String) -> String? {
-            if let flag { return flag }
-            if let value = environment[variable], !value.isEmpty { return value }
+        /// The flag's value, else the variable's, with the name to blame in a message.
+        func pick(_ flag: String?, _ flagName: String, _ variable: String) -> Setting? {
+            if let flag { return Setting(value: flag, name: flagName) }
+            if let value = environment[variable], !value.isEmpty { return Setting(value: value, name: variable) }
             return nil
         }
 
-        let listenText = pick(raw.listen, "TRANSFERD_LISTEN") ?? "127.0.0.1:8080"
-        guard let listen = SocketAddress(listenText) else {
-            throw ConfigurationError("invalid --listen '\(listenText)': expected IPv4:port or [IPv6]:port, e.g. 127.0.0.1:8080")
+        let listenSetting = pick(raw.listen, "--listen", "TRANSFERD_LISTEN") ?? Setting(value: "127.0.0.1:8080", name: "--listen")
+        guard let listen = SocketAddress(listenSetting.value) else {
+            throw ConfigurationError("invalid \(listenSetting.name) '\(listenSetting.value)': expected IPv4:port or [IPv6]:port, e.g. 127.0.0.1:8080")
         }
 
-        var tokens = raw.apiTokens.flatMap(splitList)
-        if tokens.isEmpty, let env = environment["TRANSFERD_API_TOKEN"] { tokens = splitList(env) }
-        if let file = pick(raw.apiTokenFile, "TRANSFERD_API_TOKEN_FILE") { tokens += try readTokenFile(file) }
-        for token in tokens where !isUsableToken(token) {
-            throw ConfigurationError("invalid API token: tokens must be printable ASCII without spaces or commas")
-        }
+        let tokens = try resolveTokens(raw, pick(raw.apiTokenFile, "--api-token-file", "TRANSFERD_API_TOKEN_FILE"), environment)
         if tokens.isEmpty && !listen.isLoopback {
             throw ConfigurationError(
                 "refusing to listen on \(listen) without an API token: set --api-token, TRANSFERD_API_TOKEN or --api-token-file, or listen on a loopback address")
         }
 
         var allowed = raw.allowPaths.flatMap(splitList)
-        if allowed.isEmpty, let env = environment["TRANSFERD_ALLOW_PATHS"] { allowed = splitList(env) }
+        var allowedName = "--allow-path"
+        if allowed.isEmpty, let env = environment["TRANSFERD_ALLOW_PATHS"] {
+            allowed = splitList(env)
+            allowedName = "TRANSFERD_ALLOW_PATHS"
+        }
         for path in allowed where !path.hasPrefix("/") {
-            throw ConfigurationError("invalid --allow-path '\(path)': must be an absolute path")
+            throw ConfigurationError("invalid \(allowedName) '\(path)': must be an absolute path")
         }
 
-        let policy = pick(raw.networkPolicy, "TRANSFERD_NETWORK_POLICY") ?? "default"
+        let policy = pick(raw.networkPolicy, "--network-policy", "TRANSFERD_NETWORK_POLICY")
+            ?? Setting(value: "default", name: "--network-policy")
         try checkNetworkPolicy(policy)
 
-        let retentionText = pick(raw.retention, "TRANSFERD_RETENTION") ?? "7d"
-        guard let retention = parseDuration(retentionText), retention > 0 else {
-            throw ConfigurationError("invalid --retention '\(retentionText)': expected a duration such as 7d, 12h, 30m or 3600s")
+        let retentionSetting = pick(raw.retention, "--retention", "TRANSFERD_RETENTION") ?? Setting(value: "7d", name: "--retention")
+        guard let retention = parseDuration(retentionSetting.value), retention > 0 else {
+            throw ConfigurationError("invalid \(retentionSetting.name) '\(retentionSetting.value)': expected a duration such as 7d, 12h, 30m or 3600s")
         }
 
-        let level = (pick(raw.logLevel, "TRANSFERD_LOG_LEVEL") ?? "info").lowercased()
+        let levelSetting = pick(raw.logLevel, "--log-level", "TRANSFERD_LOG_LEVEL") ?? Setting(value: "info", name: "--log-level")
+        let level = levelSetting.value.lowercased()
         guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) else {
-            throw ConfigurationError("invalid --log-level '\(level)': expected trace, debug, info, notice, warning, error or critical")
+            throw ConfigurationError("invalid \(levelSetting.name) '\(levelSetting.value)': expected trace, debug, info, notice, warning, error or critical")
         }
 
         var http = ServiceConfiguration.HTTPLimits()
-        http.maxConnections = try integer(pick(raw.maxConnections, "TRANSFERD_MAX_CONNECTIONS"), "--max-connections", http.maxConnections, 1...1_000_000)
-        http.maxRequestLineBytes = try integer(pick(raw.maxRequestLine, "TRANSFERD_MAX_REQUEST_LINE"), "--max-request-line", http.maxRequestLineBytes, 256...1 << 20)
-        http.maxHeaderBytes = try integer(pick(raw.maxHeaderBytes, "TRANSFERD_MAX_HEADER_BYTES"), "--max-header-bytes", http.maxHeaderBytes, 1024...1 << 24)
-        http.maxBodyBytes = try integer(pick(raw.maxBodyBytes, "TRANSFERD_MAX_BODY_BYTES"), "--max-body-bytes", http.maxBodyBytes, 1024...1 << 30)
-        http.headerTimeout = try seconds(pick(raw.headerTimeout, "TRANSFERD_HEADER_TIMEOUT"), "--header-timeout", http.headerTimeout)
-        http.bodyTimeout = try seconds(pick(raw.bodyTimeout, "TRANSFERD_BODY_TIMEOUT"), "--body-timeout", http.bodyTimeout)
-        http.idleTimeout = try seconds(pick(raw.idleTimeout, "TRANSFERD_IDLE_TIMEOUT"), "--idle-timeout", http.idleTimeout)
-        http.maxRequestsPerConnection = try integer(pick(raw.maxRequestsPerConnection, "TRANSFERD_MAX_REQUESTS_PER_CONNECTION"), "--max-requests-per-connection", http.maxRequestsPerConnection, 1...10_000_000)
-        http.threads = try integer(pick(raw.httpThreads, "TRANSFERD_HTTP_THREADS"), "--http-threads", 0, 0...256)
+        http.maxConnections = try integer(pick(raw.maxConnections, "--max-connections", "TRANSFERD_MAX_CONNECTIONS"), http.maxConnections, 1...1_000_000)
+        http.maxRequestLineBytes = try integer(pick(raw.maxRequestLine, "--max-request-line", "TRANSFERD_MAX_REQUEST_LINE"), http.maxRequestLineBytes, 256...1 << 20)
+        http.maxHeaderBytes = try integer(pick(raw.maxHeaderBytes, "--max-header-bytes", "TRANSFERD_MAX_HEADER_BYTES"), http.maxHeaderBytes, 1024...1 << 24)
+        http.maxBodyBytes = try integer(pick(raw.maxBodyBytes, "--max-body-bytes", "TRANSFERD_MAX_BODY_BYTES"), http.maxBodyBytes, 1024...1 << 30)
+        http.headerTimeout = try seconds(pick(raw.headerTimeout, "--header-timeout", "TRANSFERD_HEADER_TIMEOUT"), http.headerTimeout)
+        http.bodyTimeout = try seconds(pick(raw.bodyTimeout, "--body-timeout", "TRANSFERD_BODY_TIMEOUT"), http.bodyTimeout)
+        http.idleTimeout = try seconds(pick(raw.idleTimeout, "--idle-timeout", "TRANSFERD_IDLE_TIMEOUT"), http.idleTimeout)
+        http.maxRequestsPerConnection = try integer(pick(raw.maxRequestsPerConnection, "--max-requests-per-connection", "TRANSFERD_MAX_REQUESTS_PER_CONNECTION"), http.maxRequestsPerConnection, 1...10_000_000)
+        http.threads = try integer(pick(raw.httpThreads, "--http-threads", "TRANSFERD_HTTP_THREADS"), 0, 0...256)
 
-        return ServiceConfiguration(
+        let maxDataBody = try integer(pick(raw.maxDataBodyBytes, "--max-data-body-bytes", "TRANSFERD_MAX_DATA_BODY_BYTES"),
+                                      64 << 20, 1...(1 << 40))
+        var configuration = ServiceConfiguration(
             listen: listen,
-            dataDirectory: pick(raw.dataDir, "TRANSFERD_DATA_DIR") ?? "./transferd-data",
-            apiTokens: tokens, allowedPaths: allowed, networkPolicy: policy, retention: retention,
+            dataDirectory: pick(raw.dataDir, "--data-dir", "TRANSFERD_DATA_DIR")?.value ?? "./transferd-data",
+            apiTokens: tokens, allowedPaths: allowed, networkPolicy: policy.value, retention: retention,
             logLevel: level, http: http)
+        configuration.maxDataBodyBytes = Int64(maxDataBody)
+        return configuration
     }
 
     /// `7d`, `12h`, `30m`, `45s`, `250ms` or a bare number of seconds.
@@ -115,39 +128,57 @@ public enum ConfigurationResolver {
         !token.isEmpty && token.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x2C }
     }
 
-    private static func readTokenFile(_ path: String) throws(ConfigurationError) -> [String] {
-        guard let text = readSmallFile(path) else {
-            throw ConfigurationError("cannot read --api-token-file '\(path)': \(errnoDescription())")
+    /// Tokens from `--api-token` (or `TRANSFERD_API_TOKEN`) and the token file. A source given
+    /// explicitly but holding no token is an error: it would otherwise turn authentication off.
+    private static func resolveTokens(_ raw: RawSettings, _ file: Setting?, _ environment: [String: String]) throws(ConfigurationError) -> [String] {
+        var tokens: [String] = []
+        if !raw.apiTokens.isEmpty {
+            tokens = raw.apiTokens.flatMap(splitList)
+            guard !tokens.isEmpty else { throw ConfigurationError("--api-token was given without a token") }
+        } else if let env = environment["TRANSFERD_API_TOKEN"] {
+            tokens = splitList(env)
+            guard !tokens.isEmpty else { throw ConfigurationError("TRANSFERD_API_TOKEN is set but holds no token") }
         }
-        return text.split(whereSeparator: { $0 == "\n" || $0 == "\r" })
-            .map { String($0).trimmingCharacters() }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        if let file {
+            guard let text = readSmallFile(file.value) else {
+                throw ConfigurationError("cannot read \(file.name) '\(file.value)': \(errnoDescription())")
+            }
+            // isNewline: CRLF is one Character in Swift, so a Windows-edited file splits right too.
+            let fromFile = text.split(whereSeparator: \.isNewline)
+                .map { String($0).trimmingCharacters() }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            guard !fromFile.isEmpty else { throw ConfigurationError("\(file.name) '\(file.value)' holds no token") }
+            tokens += fromFile
+        }
+        for token in tokens where !isUsableToken(token) {
+            throw ConfigurationError("invalid API token: tokens must be printable ASCII without spaces or commas")
+        }
+        return tokens
     }
 
-    private static func checkNetworkPolicy(_ policy: String) throws(ConfigurationError) {
+    private static func checkNetworkPolicy(_ policy: Setting) throws(ConfigurationError) {
         // The engine interprets the policy; here only its form is checked so a typo fails at start.
-        let forms = ["default", "public-only"]
-        if forms.contains(policy) { return }
-        for clause in policy.split(separator: ";") {
+        if ["default", "public-only"].contains(policy.value) { return }
+        for clause in policy.value.split(separator: ";") {
             let parts = clause.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, ["allow", "deny"].contains(parts[0].trimmingCharacters()) else {
-                throw ConfigurationError("invalid --network-policy '\(policy)': expected default, public-only, or allow=CIDR,…;deny=CIDR,…")
+                throw ConfigurationError("invalid \(policy.name) '\(policy.value)': expected default, public-only, or allow=CIDR,…;deny=CIDR,…")
             }
         }
     }
 
-    private static func integer(_ text: String?, _ flag: String, _ fallback: Int, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
-        guard let text else { return fallback }
-        guard let value = Int(text), range.contains(value) else {
-            throw ConfigurationError("invalid \(flag) '\(text)': expected a whole number from \(range.lowerBound) to \(range.upperBound)")
+    private static func integer(_ setting: Setting?, _ fallback: Int, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        guard let setting else { return fallback }
+        guard let value = Int(setting.value), range.contains(value) else {
+            throw ConfigurationError("invalid \(setting.name) '\(setting.value)': expected a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
     }
 
-    private static func seconds(_ text: String?, _ flag: String, _ fallback: Double) throws(ConfigurationError) -> Double {
-        guard let text else { return fallback }
-        guard let value = parseDuration(text), value > 0 else {
-            throw ConfigurationError("invalid \(flag) '\(text)': expected a positive duration such as 10s or 500ms")
+    private static func seconds(_ setting: Setting?, _ fallback: Double) throws(ConfigurationError) -> Double {
+        guard let setting else { return fallback }
+        guard let value = parseDuration(setting.value), value > 0 else {
+            throw ConfigurationError("invalid \(setting.name) '\(setting.value)': expected a positive duration such as 10s or 500ms")
         }
         return value
     }

@@ -15,6 +15,8 @@ public struct ServiceConfiguration: Sendable {
     public var retention: Double
     public var logLevel: String
     public var http: HTTPLimits
+    /// Largest response body a data task keeps (larger fails with data_length_exceeds_maximum).
+    public var maxDataBodyBytes: Int64 = 64 << 20
 
     /// The HTTP server's limits, each with a flag and an environment variable.
     public struct HTTPLimits: Sendable {

@@ -3,6 +3,7 @@ import Glibc
 import HTTPServer
 import Logging
 import Prometheus
+import TransferEngine
 
 /// transferd as one object: builds the routes and the HTTP server from a configuration, runs until
 /// SIGTERM or SIGINT, then shuts down gracefully.
@@ -13,6 +14,9 @@ public final class Service: Sendable {
     private let logger: Logger
     private let server: HTTPServer
     private let readiness = Readiness()
+    private let coordinator: TaskCoordinator
+    private let engine: TransferEngine
+    private let store: TaskStore
 
     /// The address the API is served on (with the real port when port 0 was asked for).
     public var address: SocketAddress { server.boundAddress }
@@ -21,18 +25,45 @@ public final class Service: Sendable {
         self.configuration = configuration
         self.logger = logger
         let startedAt = Timestamp.now()
+        // Before any thread of ours exists: curl_global_init is not thread-safe.
+        TransferEngine.globalInit()
+        Service.raiseFileLimit()
+        let cores = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let layout = DataLayout(root: AllowedRoots.normalize(configuration.dataDirectory.hasPrefix("/")
+            ? configuration.dataDirectory : Service.currentDirectory() + "/" + configuration.dataDirectory))
+        try DataLayout.makeDirectories(layout.root)
+        store = try TaskStore(path: layout.databasePath)
+        guard let policy = NetworkPolicy(parsing: configuration.networkPolicy) else {
+            throw ConfigurationError("invalid --network-policy '\(configuration.networkPolicy)'")
+        }
+        engine = TransferEngine(loopCount: cores, policy: policy)
+        coordinator = TaskCoordinator(store: store, engine: engine, layout: layout,
+                                      allowedRoots: try AllowedRoots(paths: configuration.allowedPaths),
+                                      limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes),
+                                      logger: logger)
+        try coordinator.recover()
+
         let auth = Authenticator(tokens: configuration.apiTokens)
         let processMetrics = ProcessMetrics(registry: metrics, startTime: startedAt)
         let readiness = readiness
+        let coordinator = coordinator
+        let rates = TransferRates(engine: engine, clock: coordinator.clock)
         let router = Router { table in
             OperationsRoutes(readiness: readiness, metrics: metrics, collectProcessMetrics: processMetrics.collect)
                 .register(in: &table)
+            table.guardUnmatched(prefix: "/v1", auth.check)
             APIRoot(version: Service.version, startedAt: startedAt).register(in: &table, guard: auth.check)
+            SessionRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
+            TaskRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
+            TaskActionRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
+            TaskContentRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
+            StatsRoute(coordinator: coordinator, rates: rates).register(in: &table, guard: auth.check)
         }
-        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        server = try HTTPServer(configuration: configuration.serverConfiguration(loops: max(1, cores)),
+        server = try HTTPServer(configuration: configuration.serverConfiguration(loops: cores),
                                 router: router, logger: logger)
         readiness.register("http") { true }
+        let store = store
+        readiness.register("store") { (try? store.reader.read { try $0.scalar("SELECT 1") }) == 1 }
         if !auth.isEnabled {
             logger.warning("no API token configured: serving loopback only, without authentication",
                            metadata: ["listen": .string(server.boundAddress.description)])
@@ -44,12 +75,32 @@ public final class Service: Sendable {
         ])
     }
 
-    /// Stops accepting, lets in-flight responses finish, and releases everything.
+    /// Stops accepting, lets in-flight responses finish, stops transfers (keeping what they
+    /// wrote, for background tasks to continue at the next start), commits what is pending.
     public func shutdown() {
         readiness.markStopping()
         logger.info("shutting down", metadata: ["open_connections": .stringConvertible(server.openConnections)])
         server.shutdown()
+        engine.shutdown()
+        coordinator.fileWork.sync(flags: .barrier) {}
+        coordinator.shutdown()
+        store.close()
         logger.info("stopped")
+    }
+
+    /// Transfers and connections each hold descriptors; the soft limit (often 1024) is raised to
+    /// the hard one.
+    private static func raiseFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    private static func currentDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buffer, buffer.count) != nil else { return "." }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Blocks the calling thread until SIGTERM or SIGINT arrives. Call `blockTerminationSignals`

@@ -1,7 +1,7 @@
 import Glibc
 import HTTPServer
 import Logging
-import Synchronization
+import Reactor
 
 /// Writes one JSON object per line to standard error: `ts`, `level`, `logger`, `msg`, then the
 /// metadata as fields. Lines are written whole with one `write(2)` so concurrent threads never
@@ -25,7 +25,7 @@ public struct JSONLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var json = JSONWriter(capacity: 256)
         json.beginObject()
-        json.key("ts"); json.string(Timestamp.now().rfc3339)
+        json.key("ts"); json.string(JSONLogHandler.clock.now())
         json.key("level"); json.string(event.level.rawValue)
         json.key("logger"); json.string(label)
         json.key("msg"); json.string(event.message.description)
@@ -43,11 +43,19 @@ public struct JSONLogHandler: LogHandler {
         line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 
+    /// Formatting a date per line is measurable at tens of thousands of lines a second: the part
+    /// up to the seconds is formatted once a second, the milliseconds appended.
+    private static let clock = LogClock()
+
     private static func write(_ value: Logger.Metadata.Value, into json: inout JSONWriter) {
         switch value {
         case .string(let s): json.string(s)
         case .stringConvertible(let c):
-            if let n = c as? Int { json.int(n) } else if let d = c as? Double { json.double(d) } else { json.string(c.description) }
+            if let n = c as? any BinaryInteger { json.int(Int64(n)) } else if let d = c as? Double { json.double(d) } else if let b = c as? Bool {
+                json.bool(b)
+            } else {
+                json.string(c.description)
+            }
         case .array(let items):
             json.beginArray()
             for item in items { write(item, into: &json) }
@@ -60,5 +68,23 @@ public struct JSONLogHandler: LogHandler {
             }
             json.endObject()
         }
+    }
+}
+
+final class LogClock: Sendable {
+    private let cache = Locked<(second: Int64, prefix: String)>((-1, ""))
+
+    func now() -> String {
+        let t = Timestamp.now()
+        let second = t.milliseconds / 1000
+        let prefix = cache.withLock { c -> String in
+            if c.second != second {
+                let full = Timestamp(milliseconds: second * 1000).rfc3339
+                c = (second, String(full.dropLast(4)))
+            }
+            return c.prefix
+        }
+        let ms = Int(t.milliseconds % 1000)
+        return prefix + (ms < 10 ? "00" : ms < 100 ? "0" : "") + String(ms) + "Z"
     }
 }

@@ -1,0 +1,17 @@
+/// Opens the database file of a data directory with the settings every connection relies on.
+public enum StoreFile {
+    /// The writer's connection: WAL, so readers never block it nor it them; `synchronous=FULL`,
+    /// so a commit is on disk (the WAL fsynced) before anyone is told it succeeded — a 201 means
+    /// stored, even across power loss.
+    public static func openForWriting(path: String, migrations: [Migration]) throws -> Database {
+        let db = try Database(path: path)
+        try db.execute("PRAGMA journal_mode = WAL")
+        try db.execute("PRAGMA synchronous = FULL")
+        try db.execute("PRAGMA foreign_keys = ON")
+        // Checkpoint in the background of normal commits; large enough that bulk inserts are not
+        // interrupted by checkpoints every few hundred pages.
+        try db.execute("PRAGMA wal_autocheckpoint = 4000")
+        try Migrator.migrate(db, to: migrations)
+        return db
+    }
+}

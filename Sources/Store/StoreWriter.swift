@@ -1,0 +1,117 @@
+import Glibc
+import Reactor
+
+/// The one thread that writes to the database, committing in groups.
+///
+/// Callers submit operations; the writer takes everything queued, runs it in one
+/// `BEGIN IMMEDIATE … COMMIT`, each operation inside its own savepoint (so one failing operation —
+/// a duplicate id, say — rolls back alone and the rest of the group still commits), and then tells
+/// every caller the outcome. With `synchronous=FULL` a commit is one WAL fsync however many
+/// operations it carries: that is how thousands of inserts a second stay durable.
+public final class StoreWriter: @unchecked Sendable {
+    private struct Pending {
+        let work: (Database) throws -> Any
+        let completion: (Result<Any, Error>) -> Void
+    }
+
+    private let database: Database
+    private let queue = Locked<(items: [Pending], stopping: Bool)>(([], false))
+    private let signal = ThreadSignal()
+    private let finished = ThreadSignal()
+    private let maxGroup: Int
+
+    public init(database: Database, maxGroup: Int = 4096) {
+        self.database = database
+        self.maxGroup = maxGroup
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(self)
+        pthread_create(&thread, nil, { arg in
+            let writer = Unmanaged<StoreWriter>.fromOpaque(arg!).takeRetainedValue()
+            writer.run()
+            return nil
+        }, box.toOpaque())
+        pthread_detach(thread)
+    }
+
+    /// Queues `work` for the next group commit; `completion` runs on the writer thread after the
+    /// commit (or its failure), so it must be quick: answer a request, hand work elsewhere.
+    public func submit<T>(_ work: @escaping (Database) throws -> T, completion: @escaping (Result<T, Error>) -> Void) {
+        let pending = Pending(work: { try work($0) as Any }, completion: { result in
+            completion(result.map { $0 as! T })
+        })
+        let accepted = queue.withLock { q -> Bool in
+            guard !q.stopping else { return false }
+            q.items.append(pending)
+            return true
+        }
+        if accepted {
+            signal.post()
+        } else {
+            completion(.failure(DatabaseError(code: 21, message: "the store is shut down")))
+        }
+    }
+
+    /// Runs `work` and waits for its commit. For start-up and tests; never on an event loop.
+    public func perform<T>(_ work: @escaping (Database) throws -> T) throws -> T {
+        let done = ThreadSignal()
+        let result = Locked<Result<T, Error>?>(nil)
+        submit(work) { r in
+            result.withLock { $0 = r }
+            done.post()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// Commits what is queued, then stops the writer thread.
+    public func close() {
+        queue.withLock { $0.stopping = true }
+        signal.post()
+        finished.wait()
+    }
+
+    private func run() {
+        while true {
+            signal.wait()
+            while true {
+                let (batch, stopping) = queue.withLock { q -> ([Pending], Bool) in
+                    let n = min(q.items.count, maxGroup)
+                    let batch = Array(q.items.prefix(n))
+                    q.items.removeFirst(n)
+                    return (batch, q.stopping && q.items.isEmpty)
+                }
+                if !batch.isEmpty { commit(batch) }
+                if stopping {
+                    finished.post()
+                    return
+                }
+                if batch.isEmpty { break }
+            }
+        }
+    }
+
+    private func commit(_ batch: [Pending]) {
+        var results: [Result<Any, Error>] = []
+        results.reserveCapacity(batch.count)
+        do {
+            try database.execute("BEGIN IMMEDIATE")
+            for item in batch {
+                try database.execute("SAVEPOINT op")
+                do {
+                    results.append(.success(try item.work(database)))
+                    try database.execute("RELEASE op")
+                } catch {
+                    try database.execute("ROLLBACK TO op; RELEASE op")
+                    results.append(.failure(error))
+                }
+            }
+            try database.execute("COMMIT")
+        } catch {
+            // The transaction as a whole failed (disk full, I/O error): nothing of it is stored.
+            try? database.execute("ROLLBACK")
+            for item in batch { item.completion(.failure(error)) }
+            return
+        }
+        for (item, result) in zip(batch, results) { item.completion(result) }
+    }
+}

@@ -1,0 +1,119 @@
+import CCurl
+import Glibc
+
+/// Sets the options of an easy handle for one transfer. Everything that makes transfers safe by
+/// default lives here: protocols, proxy, redirects, timeouts, the address check before connect.
+enum EasyConfigurator {
+    static func configure(_ easy: OpaquePointer, for transfer: Transfer, share: OpaquePointer,
+                          errorBuffer: UnsafeMutablePointer<CChar>, bufferSize: Int)
+    {
+        let h = UnsafeMutableRawPointer(easy)
+        let spec = transfer.spec
+        let me = Unmanaged.passUnretained(transfer).toOpaque()
+        _ = transferd_easy_setopt_string(h, CURLOPT_URL, spec.url)
+        _ = transferd_easy_setopt_ptr(h, CURLOPT_PRIVATE, me)
+        _ = transferd_easy_setopt_ptr(h, CURLOPT_ERRORBUFFER, errorBuffer)
+        _ = transferd_easy_setopt_ptr(h, CURLOPT_SHARE, UnsafeRawPointer(share))
+        // The cookie engine on, with nothing read from disk: cookies live in the session's share.
+        _ = transferd_easy_setopt_string(h, CURLOPT_COOKIEFILE, "")
+
+        // Signals are the service's to handle (SIGPIPE is ignored, DNS timeouts use threads).
+        _ = transferd_easy_setopt_long(h, CURLOPT_NOSIGNAL, 1)
+        // Only http and https, for the request and for every redirect (PRODUCT.md "Security").
+        _ = transferd_easy_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = transferd_easy_setopt_string(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        _ = transferd_easy_setopt_long(h, CURLOPT_FOLLOWLOCATION, spec.followRedirects ? 1 : 0)
+        _ = transferd_easy_setopt_long(h, CURLOPT_MAXREDIRS, spec.maxRedirects)
+        // An empty proxy disables proxies outright, so http_proxy in the environment cannot
+        // reroute traffic around the network policy.
+        _ = transferd_easy_setopt_string(h, CURLOPT_PROXY, "")
+
+        // Idle timeout: below 1 byte/s for this long. CURLOPT_TIMEOUT would also count time spent
+        // queued for a connection, which admission control already prevents.
+        let idle = max(1, Int(spec.idleTimeout.rounded(.up)))
+        _ = transferd_easy_setopt_long(h, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = transferd_easy_setopt_long(h, CURLOPT_LOW_SPEED_TIME, idle)
+        _ = transferd_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, idle * 1000)
+        if let total = spec.totalTimeout {
+            _ = transferd_easy_setopt_long(h, CURLOPT_TIMEOUT_MS, max(1, Int(total * 1000)))
+        }
+        _ = transferd_easy_setopt_long(h, CURLOPT_BUFFERSIZE, bufferSize)
+        _ = transferd_easy_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1)
+
+        _ = transferd_easy_setopt_opensocket_cb(h, openSocketCallback)
+        _ = transferd_easy_setopt_ptr(h, CURLOPT_OPENSOCKETDATA, me)
+        _ = transferd_easy_setopt_data_cb(h, CURLOPT_WRITEFUNCTION, writeCallback)
+        _ = transferd_easy_setopt_ptr(h, CURLOPT_WRITEDATA, me)
+        _ = transferd_easy_setopt_data_cb(h, CURLOPT_HEADERFUNCTION, headerCallback)
+        _ = transferd_easy_setopt_ptr(h, CURLOPT_HEADERDATA, me)
+
+        configureMethodAndBody(h, spec)
+        var list: UnsafeMutablePointer<curl_slist>?
+        for (name, value) in spec.headers { list = curl_slist_append(list, "\(name): \(value)") }
+        if let resume = spec.resume {
+            _ = transferd_easy_setopt_string(h, CURLOPT_RANGE, "\(resume.offset)-")
+            if let validator = resume.validator { list = curl_slist_append(list, "If-Range: \(validator)") }
+        }
+        if let list { _ = transferd_easy_setopt_slist(h, CURLOPT_HTTPHEADER, list) }
+        transfer.headerList = list
+    }
+
+    private static func configureMethodAndBody(_ h: UnsafeMutableRawPointer, _ spec: TransferSpec) {
+        switch spec.method {
+        case "GET": break
+        case "HEAD": _ = transferd_easy_setopt_long(h, CURLOPT_NOBODY, 1)
+        default: _ = transferd_easy_setopt_string(h, CURLOPT_CUSTOMREQUEST, spec.method)
+        }
+        switch spec.body {
+        case .none:
+            break
+        case .bytes(let bytes):
+            // COPYPOSTFIELDS copies, so the easy handle never points into Swift-managed memory.
+            _ = transferd_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+            if bytes.isEmpty {
+                _ = transferd_easy_setopt_string(h, CURLOPT_COPYPOSTFIELDS, "")
+            } else {
+                _ = bytes.withUnsafeBytes { transferd_easy_setopt_ptr(h, CURLOPT_COPYPOSTFIELDS, $0.baseAddress!) }
+            }
+        case .file:
+            break  // upload bodies: see the uploads issue
+        }
+    }
+}
+
+/// CURLOPT_OPENSOCKETFUNCTION: sees the resolved address before every connect (redirects and DNS
+/// rebinding included) and refuses what the network policy forbids.
+private let openSocketCallback: transferd_opensocket_callback = { clientp, purpose, address in
+    let transfer = Unmanaged<Transfer>.fromOpaque(clientp!).takeUnretainedValue()
+    guard let address else { return transferd_socket_bad() }
+    let family = address.pointee.family
+    let ip: IPAddress
+    switch family {
+    case AF_INET:
+        ip = withUnsafePointer(to: &address.pointee.addr) {
+            $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { IPAddress(ipv4: $0.pointee.sin_addr) }
+        }
+    case AF_INET6:
+        ip = withUnsafePointer(to: &address.pointee.addr) {
+            $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { IPAddress(ipv6: $0.pointee.sin6_addr) }
+        }
+    default:
+        return transferd_socket_bad()
+    }
+    // IPv4-mapped IPv6 addresses are stored as such, so one check covers both spellings.
+    guard transfer.policy.permits(ip) else {
+        transfer.blockedAddress = ip.description
+        return transferd_socket_bad()
+    }
+    return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+}
+
+private let writeCallback: transferd_data_callback = { ptr, size, count, userdata in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    return transfer.write(UnsafeRawBufferPointer(start: ptr, count: size * count))
+}
+
+private let headerCallback: transferd_data_callback = { ptr, size, count, userdata in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    return transfer.header(UnsafeRawBufferPointer(start: ptr, count: size * count))
+}

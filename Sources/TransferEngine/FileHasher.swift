@@ -1,0 +1,120 @@
+import Crypto
+import Dispatch
+import Glibc
+import Reactor
+
+/// Computes the sha256 of a file while it is being written, on another core, a step behind the
+/// writer: the loop thread only records how far the file is written; a pool thread reads what is
+/// new (from the page cache) and hashes it. Hashing inline would serialize it with the download on
+/// one core, and SHA-256 on many CPUs runs slower than a loopback download writes.
+///
+/// The hasher reads from the first byte, so a resumed file's earlier part is hashed too.
+final class FileHasher: @unchecked Sendable {
+    private let fd: Int32
+    /// Owned by whichever pool thread runs `work` (one at a time, by `scheduled`).
+    private var sha = SHA256()
+    private var hashed: Int64 = 0
+    private let control = Locked(Control())
+    /// Loop thread only: where the last scheduling happened, to schedule once per `step`.
+    private var lastScheduled: Int64 = 0
+    private static let step: Int64 = 4 << 20
+
+    private struct Control {
+        var available: Int64 = 0
+        var scheduled = false
+        var finalSize: Int64?
+        var cancelled = false
+        var done: ((String?) -> Void)?
+
+        /// Marks the hasher scheduled when no pool thread has it; true when the caller must
+        /// hand it to one.
+        mutating func scheduleIfIdle() -> Bool {
+            if scheduled { return false }
+            scheduled = true
+            return true
+        }
+    }
+
+    /// `fd` must be readable (pread) and stay open until `finish` or `cancel` has called back.
+    init(fd: Int32) {
+        self.fd = fd
+    }
+
+    /// The file is written up to `size` (loop thread).
+    func advance(to size: Int64) {
+        guard size - lastScheduled >= FileHasher.step else {
+            control.withLock { $0.available = size }
+            return
+        }
+        lastScheduled = size
+        if control.withLock({ c -> Bool in
+            c.available = size
+            return c.scheduleIfIdle()
+        }) { schedule() }
+    }
+
+    /// The file is complete at `size`: `done` gets the hex digest once everything is hashed.
+    func finish(size: Int64, done: @escaping (String?) -> Void) {
+        if control.withLock({ c -> Bool in
+            c.available = size
+            c.finalSize = size
+            c.done = done
+            return c.scheduleIfIdle()
+        }) { schedule() }
+    }
+
+    /// Stops hashing; `done` (with nil) runs once no pool thread touches the file any more.
+    func cancel(done: @escaping (String?) -> Void) {
+        if control.withLock({ c -> Bool in
+            c.cancelled = true
+            c.done = done
+            return c.scheduleIfIdle()
+        }) { schedule() }
+    }
+
+    private func schedule() {
+        DispatchQueue.global().async { self.work() }
+    }
+
+    private func work() {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { buffer.deallocate() }
+        while true {
+            let (available, cancelled) = control.withLock { ($0.available, $0.cancelled) }
+            if !cancelled && hashed < available {
+                let want = Int(min(Int64(buffer.count), available - hashed))
+                let n = pread(fd, buffer.baseAddress, want, off_t(hashed))
+                if n > 0 {
+                    sha.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    hashed += Int64(n)
+                    continue
+                }
+                if n < 0 && errno == EINTR { continue }
+                // The file ended early or cannot be read: no digest.
+                control.withLock { $0.cancelled = true }
+            }
+            let step: (done: ((String?) -> Void)?, digest: String?, idle: Bool) = control.withLock { c in
+                if c.cancelled, let done = c.done {
+                    c.done = nil
+                    return (done, nil, true)
+                }
+                if !c.cancelled && c.available > hashed { return (nil, nil, false) }
+                if let size = c.finalSize, hashed >= size, let done = c.done {
+                    c.done = nil
+                    c.scheduled = false
+                    return (done, sha.finalize().map { FileHasher.hex($0) }.joined(), true)
+                }
+                c.scheduled = false
+                return (nil, nil, true)
+            }
+            if !step.idle { continue }
+            step.done?(step.digest)
+            return
+        }
+    }
+
+    static func hex(_ byte: UInt8) -> String {
+        let digits = Array("0123456789abcdef")
+        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
+    }
+}

@@ -1,0 +1,323 @@
+import CCurl
+import CLinux
+import Glibc
+import Reactor
+import Synchronization
+
+/// One libcurl multi handle driven by one epoll thread (ENGINEERING.md "libcurl"): curl tells us
+/// which sockets to watch (`CURLMOPT_SOCKETFUNCTION`) and when to wake (`CURLMOPT_TIMERFUNCTION`);
+/// we call `curl_multi_socket_action` with the event that fired. Every curl call for this multi
+/// and its easy handles happens on this loop's thread.
+final class MultiLoop: @unchecked Sendable {
+    let loop: EventLoop
+    let policy: NetworkPolicy
+    private let multi: OpaquePointer
+    private var watchers: [Int32: SocketWatcher] = [:]
+    private var timer: TimerID?
+    private var pool = EasyHandlePool()
+    private var sessions: [String: SessionQueue] = [:]
+    private var shares: [String: OpaquePointer] = [:]
+    private var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
+    private var runningCount = 0
+    private var retiredShares: [OpaquePointer] = []
+    /// Read from other threads (statistics); written here.
+    let counters = LoopCounters()
+
+    init(index: Int, policy: NetworkPolicy) {
+        loop = EventLoop(name: "curl-\(index)")
+        self.policy = policy
+        multi = OpaquePointer(curl_multi_init()!)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        _ = transferd_multi_setopt_socket_cb(UnsafeMutableRawPointer(multi), multiSocketCallback)
+        _ = transferd_multi_setopt_ptr(UnsafeMutableRawPointer(multi), CURLMOPT_SOCKETDATA, me)
+        _ = transferd_multi_setopt_timer_cb(UnsafeMutableRawPointer(multi), multiTimerCallback)
+        _ = transferd_multi_setopt_ptr(UnsafeMutableRawPointer(multi), CURLMOPT_TIMERDATA, me)
+        loop.start()
+    }
+
+    // MARK: sessions and admission (loop thread)
+
+    func configure(session: String, limits: SessionLimits) {
+        queue(for: session).limits = limits
+        admit(session)
+    }
+
+    /// Forgets a session's queue and cookie jar once nothing of it runs.
+    func removeSession(_ session: String) {
+        guard let q = sessions[session], q.isIdle else { return }
+        sessions[session] = nil
+        if let share = shares.removeValue(forKey: session) { curl_share_cleanup(UnsafeMutableRawPointer(share)) }
+    }
+
+    func submit(_ handle: TransferHandle, observer: TransferObserver) {
+        let transfer = Transfer(handle: handle, observer: observer, policy: policy, counters: counters)
+        if let notBefore = handle.spec.notBefore, notBefore > MonotonicClock.now() {
+            handle.setPhase(.scheduled)
+            queue(for: handle.spec.session).delayed[ObjectIdentifier(handle)] = transfer
+            transfer.delayTimer = TimerIDBox(loop.scheduleTimer(at: notBefore) { [weak self, weak transfer] in
+                guard let self, let transfer else { return }
+                transfer.delayTimer = nil
+                let q = self.queue(for: transfer.spec.session)
+                guard q.delayed.removeValue(forKey: ObjectIdentifier(transfer.handle)) != nil else { return }
+                transfer.handle.setPhase(.waiting)
+                q.enqueue(transfer)
+                self.publishStatistics()
+                self.admit(transfer.spec.session)
+            })
+            publishStatistics()
+            return
+        }
+        queue(for: handle.spec.session).enqueue(transfer)
+        admit(handle.spec.session)
+    }
+
+    private func queue(for session: String) -> SessionQueue {
+        if let q = sessions[session] { return q }
+        let q = SessionQueue()
+        sessions[session] = q
+        return q
+    }
+
+    /// Starts queued transfers of `session` while its limits allow.
+    private func admit(_ session: String) {
+        guard let q = sessions[session] else { return }
+        while let transfer = q.next() { start(transfer) }
+        publishStatistics()
+    }
+
+    // MARK: running transfers (loop thread)
+
+    private func start(_ transfer: Transfer) {
+        let easy = pool.take()
+        transfer.easy = easy
+        transfer.running = true
+        runningCount += 1
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer[0] = 0
+        errorBuffers[ObjectIdentifier(transfer)] = errorBuffer
+        EasyConfigurator.configure(easy, for: transfer, share: share(for: transfer.spec.session),
+                                   errorBuffer: errorBuffer, bufferSize: bufferSize)
+        transfer.handle.setPhase(.connecting)
+        let rc = curl_multi_add_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
+        guard rc == CURLM_OK else {
+            finish(transfer, code: CURLE_FAILED_INIT, detail: "curl_multi_add_handle: \(rc.rawValue)")
+            return
+        }
+        transfer.observer.transferStarted(transfer.handle)
+    }
+
+    /// Large receive buffers make a lone download write in big pieces (page-cache writes of 1 MiB
+    /// run about twice as fast as 16 KiB ones); with many transfers at once, memory matters more:
+    /// curl allocates the buffer per handle, and 10,000 slow transfers must fit in 1 GiB.
+    private var bufferSize: Int { runningCount <= 32 ? 1 << 20 : 16 * 1024 }
+
+    private func share(for session: String) -> OpaquePointer {
+        if let s = shares[session] { return s }
+        let s = OpaquePointer(curl_share_init()!)
+        // One cookie jar, DNS cache and TLS session cache per session; all its transfers run on
+        // this thread, so the share needs no lock callbacks.
+        for data in [CURL_LOCK_DATA_COOKIE, CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION] {
+            _ = transferd_share_setopt_long(UnsafeMutableRawPointer(s), CURLSHOPT_SHARE, Int(data.rawValue))
+        }
+        shares[session] = s
+        return s
+    }
+
+    func stop(_ handle: TransferHandle, reason: StopReason) {
+        if !loop.inLoop {
+            loop.execute { [self] in stop(handle, reason: reason) }
+            return
+        }
+        guard let q = sessions[handle.spec.session] else { return }
+        let key = ObjectIdentifier(handle)
+        if let transfer = q.delayed.removeValue(forKey: key) ?? q.removeWaiting(handle) {
+            if let timer = transfer.delayTimer { loop.cancelTimer(timer.id) }
+            transfer.stopReason = reason
+            publishStatistics()
+            deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
+            return
+        }
+        guard let transfer = q.runningTransfer(handle) else { return }
+        transfer.stopReason = reason
+        finish(transfer, code: CURLE_ABORTED_BY_CALLBACK, detail: "stopped")
+    }
+
+    /// Changes the admission priority of a transfer that has not started yet.
+    func setPriority(_ handle: TransferHandle, _ priority: Double) {
+        guard let q = sessions[handle.spec.session] else { return }
+        if let transfer = q.removeWaiting(handle) {
+            transfer.priority = priority
+            q.enqueue(transfer)
+            admit(handle.spec.session)
+        } else if let transfer = q.delayed[ObjectIdentifier(handle)] {
+            transfer.priority = priority
+        }
+    }
+
+    /// Forgets a session's cookies and DNS/TLS caches (`POST …/reset`): the next transfer gets a
+    /// fresh share handle. Transfers running now keep the old one until they end.
+    func resetSession(_ session: String) {
+        if let share = shares.removeValue(forKey: session) { retiredShares.append(share) }
+        releaseRetiredShares()
+    }
+
+    private func releaseRetiredShares() {
+        guard runningCount == 0 else { return }
+        for share in retiredShares { curl_share_cleanup(UnsafeMutableRawPointer(share)) }
+        retiredShares.removeAll()
+    }
+
+    var statisticsSnapshot: (waiting: Int, running: Int) {
+        (counters.waiting.load(ordering: .relaxed), counters.running.load(ordering: .relaxed))
+    }
+    var bytesReceivedTotal: Int64 { counters.received.load(ordering: .relaxed) }
+    var bytesSentTotal: Int64 { counters.sent.load(ordering: .relaxed) }
+
+    /// Refreshes the waiting/running counts other threads read.
+    private func publishStatistics() {
+        let (waiting, running) = sessions.values.reduce((0, 0)) { ($0.0 + $1.waitingCount + $1.delayed.count, $0.1 + $1.running) }
+        counters.waiting.store(waiting, ordering: .relaxed)
+        counters.running.store(running, ordering: .relaxed)
+    }
+
+    /// Stops everything (shutdown): each observer gets its outcome with reason `.shutdown`.
+    func stopAll() {
+        for q in sessions.values {
+            for handle in q.allHandles { stop(handle, reason: .shutdown) }
+        }
+    }
+
+    private func finish(_ transfer: Transfer, code: CURLcode, detail: String) {
+        guard let easy = transfer.easy else { return }
+        let errorBuffer = errorBuffers.removeValue(forKey: ObjectIdentifier(transfer))
+        let message = errorBuffer.map { String(cString: $0) } ?? ""
+        errorBuffer?.deallocate()
+        let outcome = transfer.outcome(curlCode: code, errorDetail: message.isEmpty ? detail : message)
+        curl_multi_remove_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
+        if let list = transfer.headerList { curl_slist_free_all(list) }
+        transfer.headerList = nil
+        transfer.easy = nil
+        transfer.running = false
+        runningCount -= 1
+        pool.give(easy)
+        releaseRetiredShares()
+        sessions[transfer.spec.session]?.finished(transfer)
+        deliver(transfer, outcome: outcome)
+        admit(transfer.spec.session)
+    }
+
+    /// Hands the outcome to the observer on this loop — once the hasher, if any, has caught up
+    /// (a successful file gets its digest) or let go of the file.
+    private func deliver(_ transfer: Transfer, outcome: TransferOutcome) {
+        if case .file(let fd, _, _) = transfer.spec.body { close(fd) }
+        let complete: @Sendable (String?) -> Void = { [loop, outcome] digest in
+            var final = outcome
+            final.sha256 = digest
+            let delivered = final
+            loop.execute {
+                transfer.handle.setPhase(.finished)
+                transfer.observer.transferCompleted(transfer.handle, delivered)
+            }
+        }
+        guard let hasher = transfer.hasher else { return complete(nil) }
+        if outcome.failure == nil && outcome.stopReason == nil {
+            hasher.finish(size: outcome.bytesReceived, done: complete)
+        } else {
+            hasher.cancel(done: complete)
+        }
+    }
+
+    // MARK: curl's socket and timer callbacks
+
+    func socketCallback(_ fd: Int32, what: Int32) {
+        if what == CURL_POLL_REMOVE {
+            if let watcher = watchers.removeValue(forKey: fd) {
+                watcher.removed = true
+                loop.deregister(fd)
+            }
+            return
+        }
+        var events: UInt32 = 0
+        if what & CURL_POLL_IN != 0 { events |= UInt32(EPOLLIN.rawValue) }
+        if what & CURL_POLL_OUT != 0 { events |= UInt32(EPOLLOUT.rawValue) }
+        if let watcher = watchers[fd] {
+            watcher.events = events
+            loop.modify(fd, events: events)
+        } else {
+            let watcher = SocketWatcher(fd: fd, owner: self)
+            watcher.events = events
+            watchers[fd] = watcher
+            loop.register(fd, events: events, handler: watcher)
+        }
+    }
+
+    /// Never calls curl from inside curl: a zero timeout is scheduled for the next loop turn.
+    func timerCallback(_ timeoutMs: Int) {
+        if let timer { loop.cancelTimer(timer) }
+        timer = nil
+        guard timeoutMs >= 0 else { return }
+        timer = loop.scheduleTimer(at: MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000) { [weak self] in
+            guard let self else { return }
+            self.timer = nil
+            self.socketAction(-1, flags: 0)
+        }
+    }
+
+    func socketAction(_ fd: Int32, flags: Int32) {
+        var running: Int32 = 0
+        _ = curl_multi_socket_action(UnsafeMutableRawPointer(multi), fd, flags, &running)
+        collectCompleted()
+    }
+
+    private func collectCompleted() {
+        var remaining: Int32 = 0
+        while let msg = curl_multi_info_read(UnsafeMutableRawPointer(multi), &remaining) {
+            guard msg.pointee.msg == CURLMSG_DONE, let easy = msg.pointee.easy_handle else { continue }
+            var privatePointer: UnsafeMutableRawPointer?
+            _ = transferd_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &privatePointer)
+            guard let privatePointer else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(privatePointer).takeUnretainedValue()
+            finish(transfer, code: msg.pointee.data.result, detail: "")
+        }
+    }
+}
+
+/// Counters a loop keeps for statistics, readable from any thread.
+final class LoopCounters: Sendable {
+    let received = Atomic<Int64>(0)
+    let sent = Atomic<Int64>(0)
+    let waiting = Atomic<Int>(0)
+    let running = Atomic<Int>(0)
+}
+
+/// Watches one socket curl asked about, on the loop, and hands readiness back to curl.
+final class SocketWatcher: EventHandler, @unchecked Sendable {
+    let fd: Int32
+    unowned let owner: MultiLoop
+    var events: UInt32 = 0
+    var removed = false
+
+    init(fd: Int32, owner: MultiLoop) {
+        self.fd = fd
+        self.owner = owner
+    }
+
+    override func handleEvents(_ ready: UInt32) {
+        guard !removed else { return }
+        var flags: Int32 = 0
+        if ready & UInt32(EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_IN }
+        if ready & UInt32(EPOLLOUT.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
+        if ready & UInt32(EPOLLERR.rawValue) != 0 { flags |= CURL_CSELECT_ERR }
+        owner.socketAction(fd, flags: flags)
+    }
+}
+
+private let multiSocketCallback: transferd_multi_socket_callback = { _, fd, what, userp, _ in
+    Unmanaged<MultiLoop>.fromOpaque(userp!).takeUnretainedValue().socketCallback(fd, what: what)
+    return 0
+}
+
+private let multiTimerCallback: transferd_multi_timer_callback = { _, timeoutMs, userp in
+    Unmanaged<MultiLoop>.fromOpaque(userp!).takeUnretainedValue().timerCallback(timeoutMs)
+    return 0
+}

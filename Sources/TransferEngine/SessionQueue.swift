@@ -1,0 +1,89 @@
+/// Admission limits of one session (URLSessionConfiguration's `httpMaximumConnectionsPerHost` and
+/// friends).
+public struct SessionLimits: Sendable, Equatable {
+    public var maxConcurrentTasks: Int
+    public var maxConnectionsPerHost: Int
+
+    public init(maxConcurrentTasks: Int = 64, maxConnectionsPerHost: Int = 6) {
+        self.maxConcurrentTasks = maxConcurrentTasks
+        self.maxConnectionsPerHost = maxConnectionsPerHost
+    }
+}
+
+/// The transfers of one session that wait for a slot, and the counts that decide when one opens:
+/// at most `maxConcurrentTasks` running, at most `maxConnectionsPerHost` to one scheme/host/port.
+/// Waiting transfers are kept per host, each list ordered by priority (higher first) then
+/// submission order, so a full host never blocks the queue for the others.
+final class SessionQueue {
+    var limits = SessionLimits()
+    private(set) var running = 0
+    private var runningByHost: [String: Int] = [:]
+    private var waitingByHost: [String: [Transfer]] = [:]
+    private var runningTransfers: [ObjectIdentifier: Transfer] = [:]
+    /// Transfers whose `notBefore` has not come yet.
+    var delayed: [ObjectIdentifier: Transfer] = [:]
+
+    var isIdle: Bool { running == 0 && waitingByHost.isEmpty && delayed.isEmpty }
+
+    var allHandles: [TransferHandle] {
+        Array(runningTransfers.values.map(\.handle)) + waitingByHost.values.flatMap { $0.map(\.handle) }
+            + delayed.values.map(\.handle)
+    }
+
+    func enqueue(_ transfer: Transfer) {
+        let host = transfer.spec.hostKey
+        var list = waitingByHost[host] ?? []
+        // Binary search for the first entry that should come after this one.
+        var lo = 0, hi = list.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if SessionQueue.precedes(list[mid], transfer) { lo = mid + 1 } else { hi = mid }
+        }
+        list.insert(transfer, at: lo)
+        waitingByHost[host] = list
+    }
+
+    /// The next transfer to start, if the limits allow one: the best head among hosts with room.
+    func next() -> Transfer? {
+        guard running < limits.maxConcurrentTasks else { return nil }
+        var best: (host: String, transfer: Transfer)?
+        for (host, list) in waitingByHost where (runningByHost[host] ?? 0) < limits.maxConnectionsPerHost {
+            guard let head = list.first else { continue }
+            if best == nil || SessionQueue.precedes(head, best!.transfer) { best = (host, head) }
+        }
+        guard let (host, transfer) = best else { return nil }
+        waitingByHost[host]!.removeFirst()
+        if waitingByHost[host]!.isEmpty { waitingByHost[host] = nil }
+        running += 1
+        runningByHost[host, default: 0] += 1
+        runningTransfers[ObjectIdentifier(transfer.handle)] = transfer
+        return transfer
+    }
+
+    func finished(_ transfer: Transfer) {
+        guard runningTransfers.removeValue(forKey: ObjectIdentifier(transfer.handle)) != nil else { return }
+        let host = transfer.spec.hostKey
+        running -= 1
+        runningByHost[host, default: 1] -= 1
+        if runningByHost[host] == 0 { runningByHost[host] = nil }
+    }
+
+    func runningTransfer(_ handle: TransferHandle) -> Transfer? {
+        runningTransfers[ObjectIdentifier(handle)]
+    }
+
+    func removeWaiting(_ handle: TransferHandle) -> Transfer? {
+        let host = handle.spec.hostKey
+        guard var list = waitingByHost[host], let i = list.firstIndex(where: { $0.handle === handle }) else { return nil }
+        let transfer = list.remove(at: i)
+        waitingByHost[host] = list.isEmpty ? nil : list
+        return transfer
+    }
+
+    /// Higher priority first; equal priorities in submission order.
+    static func precedes(_ a: Transfer, _ b: Transfer) -> Bool {
+        a.priority != b.priority ? a.priority > b.priority : a.spec.sequence < b.spec.sequence
+    }
+
+    var waitingCount: Int { waitingByHost.values.reduce(0) { $0 + $1.count } }
+}

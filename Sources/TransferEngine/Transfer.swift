@@ -1,0 +1,197 @@
+import CCurl
+import Glibc
+import Reactor
+import Synchronization
+
+/// One attempt of a transfer while the engine has it, confined to its loop's thread (other threads
+/// reach it only through `EventLoop.execute`). Owns the easy handle while running and the output
+/// descriptor until the outcome is delivered.
+final class Transfer: @unchecked Sendable {
+    let handle: TransferHandle
+    let observer: TransferObserver
+    let policy: NetworkPolicy
+    private let counters: LoopCounters
+    var spec: TransferSpec { handle.spec }
+    var easy: OpaquePointer?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var running = false
+    var delayTimer: TimerIDBox?
+    /// Admission order; changes when a client re-prioritizes the task while it waits.
+    var priority: Double
+
+    // Output.
+    private var outputFD: Int32 = -1
+    private var writeOffset: Int64 = 0
+    private var memoryBody: [UInt8] = []
+    private var received: Int64 = 0
+    /// Hashes the output file a step behind the writes (`spec.hashOutput`).
+    private(set) var hasher: FileHasher?
+
+    // Response tracking.
+    private var collector = ResponseCollector()
+    private(set) var finalResponse: ResponseHead?
+    private(set) var resumedAtOffset: Int64?
+    private(set) var restartedFromZero = false
+
+    // Why curl's own error code does not tell the whole story.
+    var blockedAddress: String?
+    private var writeFailure: TransferFailure?
+    var stopReason: StopReason?
+
+    init(handle: TransferHandle, observer: TransferObserver, policy: NetworkPolicy, counters: LoopCounters) {
+        self.handle = handle
+        self.observer = observer
+        self.policy = policy
+        self.counters = counters
+        priority = handle.spec.priority
+        switch handle.spec.output {
+        case .file(let fd, let offset):
+            outputFD = fd
+            writeOffset = offset
+            handle.setReceived(offset)
+        case .memory, .discard:
+            break
+        }
+        if handle.spec.hashOutput, case .file(let fd, _) = handle.spec.output { hasher = FileHasher(fd: fd) }
+    }
+
+    // MARK: curl callbacks (loop thread, inside curl)
+
+    /// CURLOPT_WRITEFUNCTION: body bytes of the final response, straight to the file.
+    func write(_ data: UnsafeRawBufferPointer) -> Int {
+        if let max = spec.maxBodyBytes, received + Int64(data.count) > max {
+            writeFailure = TransferFailure(.dataLengthExceedsMaximum, "the response body is larger than \(max) bytes")
+            return 0
+        }
+        switch spec.output {
+        case .file:
+            var done = 0
+            while done < data.count {
+                let n = pwrite(outputFD, data.baseAddress! + done, data.count - done, off_t(writeOffset) + off_t(done))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    writeFailure = TransferFailure(.cannotWriteToFile, "cannot write the file: \(String(cString: strerror(errno)))")
+                    return 0
+                }
+                done += n
+            }
+            writeOffset += Int64(data.count)
+            handle.setReceived(writeOffset)
+            hasher?.advance(to: writeOffset)
+        case .memory:
+            memoryBody.append(contentsOf: data)
+            handle.setReceived(Int64(memoryBody.count))
+        case .discard:
+            handle.setReceived(received + Int64(data.count))
+        }
+        received += Int64(data.count)
+        counters.received.add(Int64(data.count), ordering: .relaxed)
+        return data.count
+    }
+
+    /// CURLOPT_HEADERFUNCTION: one header line (or status line, or the empty line ending a head).
+    func header(_ line: UnsafeRawBufferPointer) -> Int {
+        switch collector.consume(line) {
+        case .pending:
+            return line.count
+        case .complete(let status, let headers):
+            return headComplete(status: status, headers: headers) ? line.count : 0
+        }
+    }
+
+    /// A whole response head arrived: informational, a redirect curl will follow, or the final one.
+    private func headComplete(status: Int, headers: [(String, String)]) -> Bool {
+        if status < 200 { return true }
+        let head = ResponseHead(status: status, headers: headers, url: effectiveURL ?? spec.url)
+        if spec.followRedirects, [301, 302, 303, 307, 308].contains(status),
+           let location = head.header("location"), let target = URLParts.resolve(location, against: head.url)
+        {
+            observer.transferRedirected(handle, from: head.url, to: target, status: status)
+            return true
+        }
+        handle.setPhase(.transferring)
+        if let resume = spec.resume, !acceptResumedResponse(head, resume: resume) { return false }
+        if let length = head.expectedContentLength {
+            handle.setExpected(length + (resumedAtOffset ?? 0))
+        }
+        finalResponse = head
+        observer.transferReceivedResponse(handle, head, resumedAtOffset: resumedAtOffset)
+        return true
+    }
+
+    /// A ranged request answered with 206 for our offset continues the file; any other success
+    /// means the origin sent the whole body, so the file starts over from zero — never appended to.
+    private func acceptResumedResponse(_ head: ResponseHead, resume: ResumeRequest) -> Bool {
+        if head.status == 206 {
+            guard let range = head.header("content-range"), ContentRange.start(range) == resume.offset else {
+                writeFailure = TransferFailure(.badServerResponse, "the origin answered the range request with another range")
+                return false
+            }
+            resumedAtOffset = resume.offset
+            return true
+        }
+        guard (200..<300).contains(head.status), case .file = spec.output else { return true }
+        if ftruncate(outputFD, 0) != 0 {
+            writeFailure = TransferFailure(.cannotWriteToFile, "cannot truncate the file: \(String(cString: strerror(errno)))")
+            return false
+        }
+        writeOffset = 0
+        restartedFromZero = true
+        handle.setReceived(0)
+        if let old = hasher, case .file(let fd, _) = spec.output {
+            old.cancel { _ in }
+            hasher = FileHasher(fd: fd)
+        }
+        return true
+    }
+
+    // MARK: outcome
+
+    /// Builds the outcome once curl is done with the easy handle (or the transfer was stopped).
+    func outcome(curlCode: CURLcode?, errorDetail: String) -> TransferOutcome {
+        var outcome = TransferOutcome()
+        outcome.response = finalResponse
+        outcome.resumedAtOffset = resumedAtOffset
+        outcome.restartedFromZero = restartedFromZero
+        outcome.stopReason = stopReason
+        switch spec.output {
+        case .file: outcome.bytesReceived = writeOffset
+        case .memory: outcome.bytesReceived = Int64(memoryBody.count); outcome.body = memoryBody
+        case .discard: outcome.bytesReceived = received
+        }
+        if let easy { outcome.metrics = CurlInfo.metrics(easy) }
+        if let stopReason {
+            outcome.failure = TransferFailure(stopReason == .resourceTimeout ? .timedOut : .cancelled,
+                                              stopReason == .resourceTimeout ? "the task's resource timeout passed" : "stopped")
+        } else if let code = curlCode, code != CURLE_OK {
+            if let blockedAddress {
+                outcome.failure = TransferFailure(.blockedByPolicy, "connecting to \(blockedAddress) is refused by the network policy",
+                                                  curlCode: Int(code.rawValue))
+            } else if let writeFailure {
+                outcome.failure = TransferFailure(writeFailure.code, writeFailure.message, curlCode: Int(code.rawValue))
+            } else {
+                outcome.failure = CurlErrorMapping.failure(code, detail: errorDetail)
+            }
+        }
+        return outcome
+    }
+
+    private var effectiveURL: String? { easy.flatMap { CurlInfo.string($0, CURLINFO_EFFECTIVE_URL) } }
+}
+
+/// A timer registration that a transfer holds while it waits for `notBefore`.
+final class TimerIDBox {
+    let id: Reactor.TimerID
+    init(_ id: Reactor.TimerID) { self.id = id }
+}
+
+/// `Content-Range: bytes 100-199/1000` → 100.
+enum ContentRange {
+    static func start(_ header: String) -> Int64? {
+        let trimmed = header.trimmed()
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst(6)
+        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        return Int64(spec[..<dash])
+    }
+}

@@ -1,0 +1,83 @@
+import CCurl
+import Glibc
+
+/// Runs transfers on a small pool of curl multi loops. Each session is pinned to one loop by its
+/// identifier, so its cookie jar, DNS and TLS caches and kept-alive connections stay on one thread.
+public final class TransferEngine: Sendable {
+    private let loops: [MultiLoop]
+
+    /// `curl_global_init` must run once, before any other thread uses curl.
+    public static func globalInit() {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    }
+
+    public init(loopCount: Int, policy: NetworkPolicy) {
+        loops = (0..<max(1, loopCount)).map { MultiLoop(index: $0, policy: policy) }
+    }
+
+    /// Sets (or changes) a session's admission limits.
+    public func configure(session: String, limits: SessionLimits) {
+        let loop = loop(for: session)
+        loop.loop.execute { loop.configure(session: session, limits: limits) }
+    }
+
+    /// Queues a transfer; it starts when its session's limits allow and `notBefore` has passed.
+    /// The observer is told everything on the session's loop thread.
+    @discardableResult
+    public func submit(_ spec: TransferSpec, observer: TransferObserver) -> TransferHandle {
+        let loop = loop(for: spec.session)
+        let handle = TransferHandle(spec: spec, loop: loop)
+        if loop.loop.inLoop {
+            loop.submit(handle, observer: observer)
+        } else {
+            loop.loop.execute { loop.submit(handle, observer: observer) }
+        }
+        return handle
+    }
+
+    public func setPriority(_ handle: TransferHandle, _ priority: Double) {
+        let loop = handle.loop
+        loop.loop.execute { loop.setPriority(handle, priority) }
+    }
+
+    public func resetSession(_ session: String) {
+        let loop = loop(for: session)
+        loop.loop.execute { loop.resetSession(session) }
+    }
+
+    /// Transfers waiting and running across all loops (a snapshot, gathered from each loop).
+    public func statistics() -> (waiting: Int, running: Int) {
+        loops.reduce((0, 0)) { total, loop in
+            let s = loop.statisticsSnapshot
+            return (total.0 + s.waiting, total.1 + s.running)
+        }
+    }
+
+    /// Body bytes received and sent by all transfers since start.
+    public var totalBytes: (received: Int64, sent: Int64) {
+        loops.reduce((0, 0)) { ($0.0 + $1.bytesReceivedTotal, $0.1 + $1.bytesSentTotal) }
+    }
+
+    public func removeSession(_ session: String) {
+        let loop = loop(for: session)
+        loop.loop.execute { loop.removeSession(session) }
+    }
+
+    /// Stops every transfer (observers get `.shutdown` outcomes) and then the loops.
+    public func shutdown() {
+        for loop in loops {
+            loop.loop.execute { loop.stopAll() }
+            loop.loop.stopAndJoin()
+        }
+    }
+
+    /// FNV-1a of the identifier: stable across restarts, so a session lands on the same loop.
+    private func loop(for session: String) -> MultiLoop {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in session.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return loops[Int(hash % UInt64(loops.count))]
+    }
+}

@@ -1,0 +1,66 @@
+import Synchronization
+
+/// Where a transfer is in its life, as PRODUCT.md's task `phase` names it (the engine's part:
+/// `retrying` and `finished` belong to the caller).
+public enum TransferPhase: Int, Sendable {
+    case waiting = 0, scheduled, connecting, transferring, finished
+
+    public var name: String {
+        switch self {
+        case .waiting: "waiting"
+        case .scheduled: "scheduled"
+        case .connecting: "connecting"
+        case .transferring: "transferring"
+        case .finished: "finished"
+        }
+    }
+}
+
+/// A submitted transfer as other threads see it: live counters (written by the loop thread,
+/// read by anyone without locks) and the way to stop it.
+public final class TransferHandle: Sendable {
+    public let spec: TransferSpec
+    let loop: MultiLoop
+    private let received = Atomic<Int64>(0)
+    private let expected = Atomic<Int64>(-1)
+    private let sent = Atomic<Int64>(0)
+    private let expectedToSend = Atomic<Int64>(-1)
+    private let phaseValue = Atomic<Int>(TransferPhase.waiting.rawValue)
+
+    init(spec: TransferSpec, loop: MultiLoop) {
+        self.spec = spec
+        self.loop = loop
+    }
+
+    /// Body bytes the output holds (a resumed prefix included).
+    public var bytesReceived: Int64 { received.load(ordering: .relaxed) }
+    /// Expected total, or -1 when the origin did not say.
+    public var bytesExpectedToReceive: Int64 { expected.load(ordering: .relaxed) }
+    public var bytesSent: Int64 { sent.load(ordering: .relaxed) }
+    public var bytesExpectedToSend: Int64 { expectedToSend.load(ordering: .relaxed) }
+    public var phase: TransferPhase { TransferPhase(rawValue: phaseValue.load(ordering: .relaxed)) ?? .waiting }
+
+    /// Stops the transfer; its observer then gets an outcome with this `stopReason`. Partial
+    /// output stays where it is, for the caller to keep or remove.
+    public func stop(_ reason: StopReason) {
+        loop.stop(self, reason: reason)
+    }
+
+    func setReceived(_ value: Int64) { received.store(value, ordering: .relaxed) }
+    func setExpected(_ value: Int64) { expected.store(value, ordering: .relaxed) }
+    func setSent(_ value: Int64) { sent.store(value, ordering: .relaxed) }
+    func setExpectedToSend(_ value: Int64) { expectedToSend.store(value, ordering: .relaxed) }
+    func setPhase(_ phase: TransferPhase) { phaseValue.store(phase.rawValue, ordering: .relaxed) }
+}
+
+/// Told, on the transfer's loop thread, what happens to a transfer. Calls must be quick: slow work
+/// (fsync, SQLite) belongs on another thread.
+public protocol TransferObserver: AnyObject, Sendable {
+    /// Admitted: connecting now.
+    func transferStarted(_ handle: TransferHandle)
+    /// The head of the final response arrived (redirects already followed).
+    func transferReceivedResponse(_ handle: TransferHandle, _ response: ResponseHead, resumedAtOffset: Int64?)
+    /// A redirect is being followed.
+    func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int)
+    func transferCompleted(_ handle: TransferHandle, _ outcome: TransferOutcome)
+}

@@ -1,0 +1,103 @@
+/// The stable error codes of PRODUCT.md that a transfer attempt can end with.
+public enum TransferErrorCode: String, Sendable {
+    case cancelled, timedOut = "timed_out", cannotFindHost = "cannot_find_host"
+    case cannotConnectToHost = "cannot_connect_to_host", networkConnectionLost = "network_connection_lost"
+    case badURL = "bad_url", unsupportedURL = "unsupported_url", tooManyRedirects = "too_many_redirects"
+    case badServerResponse = "bad_server_response", serverCertificateUntrusted = "server_certificate_untrusted"
+    case clientCertificateRejected = "client_certificate_rejected"
+    case userAuthenticationRequired = "user_authentication_required"
+    case cannotWriteToFile = "cannot_write_to_file", cannotOpenFile = "cannot_open_file"
+    case blockedByPolicy = "blocked_by_policy", dataLengthExceedsMaximum = "data_length_exceeds_maximum"
+}
+
+public struct TransferFailure: Error, Sendable, Equatable {
+    public let code: TransferErrorCode
+    public let message: String
+    /// libcurl's CURLcode, when curl reported the failure.
+    public let curlCode: Int?
+    /// Whether trying again may succeed (connect failures, resets, timeouts).
+    public var isTransient: Bool {
+        switch code {
+        case .timedOut, .cannotConnectToHost, .networkConnectionLost, .cannotFindHost, .badServerResponse: true
+        default: false
+        }
+    }
+
+    public init(_ code: TransferErrorCode, _ message: String, curlCode: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.curlCode = curlCode
+    }
+}
+
+/// Why the engine was asked to stop a transfer early.
+public enum StopReason: Sendable, Equatable {
+    case cancelled, suspended, shutdown, resourceTimeout
+}
+
+/// The head of the final response (after redirects).
+public struct ResponseHead: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var url: String
+
+    public func header(_ name: String) -> String? {
+        headers.last { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    public var mimeType: String? {
+        header("content-type").map { String($0.split(separator: ";")[0]).trimmed().lowercased() }
+    }
+
+    public var expectedContentLength: Int64? { header("content-length").flatMap { Int64($0.trimmed()) } }
+
+    /// RFC 6266 filename (plain or RFC 8187 `filename*`), else the last path segment of the URL.
+    /// Reported to clients only; never used to name a file on disk.
+    public var suggestedFilename: String? {
+        if let disposition = header("content-disposition"), let name = ContentDisposition.filename(disposition) {
+            return name
+        }
+        return URLParts(url)?.lastPathSegment
+    }
+}
+
+/// Timings and connection facts from curl (URLSessionTaskMetrics).
+public struct TransferMetrics: Sendable, Equatable {
+    public var redirectCount = 0
+    public var remoteAddress: String?
+    public var httpVersion: String?
+    public var reusedConnection = false
+    public var dnsMs = 0.0, connectMs = 0.0, tlsMs = 0.0, firstByteMs = 0.0, totalMs = 0.0
+
+    public init() {}
+}
+
+/// What one attempt came to.
+public struct TransferOutcome: Sendable {
+    public var failure: TransferFailure?
+    public var stopReason: StopReason?
+    public var response: ResponseHead?
+    /// Size of the output: for a file, what it holds now (a resumed prefix included).
+    public var bytesReceived: Int64 = 0
+    public var bytesSent: Int64 = 0
+    /// Hex sha256 of the whole output file, when asked for and the transfer succeeded.
+    public var sha256: String?
+    /// The body, for `.memory` output.
+    public var body: [UInt8]?
+    public var metrics = TransferMetrics()
+    /// The range request was answered with the full body, so the file was started over.
+    public var restartedFromZero = false
+    /// The range request was honoured: the transfer continued from this offset.
+    public var resumedAtOffset: Int64?
+
+    public init() {}
+}
+
+extension String {
+    func trimmed() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" || l == "\r" || l == "\n" { s = s.dropLast() }
+        return String(s)
+    }
+}

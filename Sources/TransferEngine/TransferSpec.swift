@@ -1,0 +1,68 @@
+/// Everything one attempt of a transfer needs. The engine runs it; what to do with the outcome
+/// (retry, resume, complete the task) is the caller's business.
+public struct TransferSpec: Sendable {
+    /// For logs: `session/task`.
+    public var label: String
+    /// Transfers of one session share a loop, a cookie jar and caches, and its admission limits.
+    public var session: String
+    public var url: String
+    public var method: String = "GET"
+    public var headers: [(String, String)] = []
+    public var body: RequestBodySource = .none
+    public var output: OutputTarget = .discard
+    /// Received body bytes beyond this fail the transfer with `dataLengthExceedsMaximum`.
+    public var maxBodyBytes: Int64?
+    /// Continue a partial file: `Range: bytes=offset-` with `If-Range` (RFC 9110 §13.1.5).
+    public var resume: ResumeRequest?
+    /// No bytes moved for this long ends the attempt with `timedOut`.
+    public var idleTimeout: Double = 60
+    /// Hard limit for the attempt (what is left of the task's resource timeout).
+    public var totalTimeout: Double?
+    public var followRedirects = true
+    public var maxRedirects = 16
+    /// Admission order within a session: higher first, then by `sequence`.
+    public var priority: Double = 0.5
+    public var sequence: UInt64 = 0
+    /// Monotonic nanoseconds before which the transfer must not start.
+    public var notBefore: UInt64?
+    /// Compute the sha256 of the output file (from its first byte) while writing it.
+    public var hashOutput = false
+
+    public init(label: String, session: String, url: String) {
+        self.label = label
+        self.session = session
+        self.url = url
+    }
+
+    /// `scheme://host:port` of the URL, the unit `max_connections_per_host` counts.
+    public var hostKey: String { URLParts(url)?.hostKey ?? url }
+}
+
+public struct ResumeRequest: Sendable, Equatable {
+    public var offset: Int64
+    /// An entity tag (strong) or an HTTP-date from Last-Modified, sent as `If-Range`.
+    public var validator: String?
+
+    public init(offset: Int64, validator: String?) {
+        self.offset = offset
+        self.validator = validator
+    }
+}
+
+/// Where the request body comes from.
+public enum RequestBodySource: Sendable {
+    case none
+    case bytes([UInt8])
+    /// `length` bytes of an open file from `offset`; the engine closes the descriptor when done.
+    case file(fd: Int32, offset: Int64, length: Int64)
+}
+
+/// Where the response body goes.
+public enum OutputTarget: Sendable {
+    case discard
+    /// Kept in memory up to the transfer's `maxBodyBytes` (ephemeral sessions' data tasks).
+    case memory
+    /// Written to an open file from `offset` (the length of what a resumed file already holds).
+    /// The engine owns the descriptor until the outcome is delivered; then the caller does.
+    case file(fd: Int32, offset: Int64)
+}

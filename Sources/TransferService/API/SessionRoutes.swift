@@ -1,0 +1,100 @@
+import HTTPServer
+
+/// `/v1/sessions…`: create or re-attach, read, list, invalidate, reset.
+struct SessionRoutes {
+    let coordinator: TaskCoordinator
+
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+        let coordinator = coordinator
+        table.add("PUT", "/v1/sessions/{identifier}", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let identifier = try RouteSupport.identifier(request)
+                var body = try ObjectReader(try RouteSupport.jsonBody(request, required: false) ?? .object([]), path: "")
+                let modeText = try body.string("mode") ?? "default"
+                guard let mode = SessionMode(rawValue: modeText) else {
+                    throw APIError.invalid("mode", "must be background, default or ephemeral")
+                }
+                let configJSON = body.raw("configuration") ?? .object([])
+                let configuration = try SessionConfiguration.parse(configJSON)
+                try body.finish()
+                coordinator.putSession(identifier, mode: mode, configuration: configuration, configurationJSON: configJSON) { result in
+                    switch result {
+                    case .success(let (session, created)):
+                        responder.respond(RouteSupport.json(created ? 201 : 200) { SessionRoutes.encode(session, into: &$0) })
+                    case .failure(let error):
+                        responder.respond(error.response)
+                    }
+                }
+            }
+        }
+        table.add("GET", "/v1/sessions", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: ["limit", "after"])
+                let limit = try RouteSupport.limit(request)
+                let after = request.query("after") ?? ""
+                let sessions = coordinator.registry.all.filter { $0.identifier > after }.sorted { $0.identifier < $1.identifier }
+                let page = sessions.prefix(limit)
+                responder.respond(RouteSupport.json { json in
+                    json.beginObject()
+                    json.key("sessions"); json.beginArray()
+                    for s in page { SessionRoutes.encode(s, into: &json) }
+                    json.endArray()
+                    json.key("next"); json.optionalString(sessions.count > limit ? page.last?.identifier : nil)
+                    json.endObject()
+                })
+            }
+        }
+        table.add("GET", "/v1/sessions/{identifier}", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                responder.respond(RouteSupport.json { SessionRoutes.encode(session, into: &$0) })
+            }
+        }
+        table.add("DELETE", "/v1/sessions/{identifier}", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: ["mode"])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                guard let mode = SessionState.InvalidateMode(rawValue: request.query("mode") ?? "finish") else {
+                    throw APIError(422, "validation_failed", "mode must be finish or cancel", field: "mode")
+                }
+                coordinator.invalidate(session, mode: mode) { result in
+                    switch result {
+                    case .success: responder.respond(RouteSupport.json(202) { SessionRoutes.encode(session, into: &$0) })
+                    case .failure(let error): responder.respond(error.response)
+                    }
+                }
+            }
+        }
+        table.add("POST", "/v1/sessions/{identifier}/reset", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                coordinator.reset(session)
+                responder.respond(RouteSupport.json { SessionRoutes.encode(session, into: &$0) })
+            }
+        }
+    }
+
+    static func encode(_ session: SessionState, into json: inout JSONWriter) {
+        session.locked {
+            json.beginObject()
+            json.key("identifier"); json.string(session.identifier)
+            json.key("mode"); json.string(session.mode.rawValue)
+            json.key("state"); json.string(session.lifecycle.rawValue)
+            json.key("configuration"); session.configuration.encode(into: &json, mode: session.mode)
+            json.key("created_at"); json.string(session.createdAt.rfc3339)
+            json.key("tasks"); json.beginObject()
+            var total = 0
+            for state in TaskState.allCases {
+                let n = session.counts[state] ?? 0
+                total += n
+                json.key(state.rawValue); json.int(n)
+            }
+            json.key("total"); json.int(total)
+            json.endObject()
+            json.endObject()
+        }
+    }
+}

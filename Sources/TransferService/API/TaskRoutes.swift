@@ -1,0 +1,167 @@
+import Crypto
+import HTTPServer
+
+/// `/v1/sessions/{identifier}/tasks…`: create (one or a batch), list, read (with `?wait=`),
+/// change, delete.
+struct TaskRoutes {
+    let coordinator: TaskCoordinator
+
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+        let coordinator = coordinator
+        table.add("POST", "/v1/sessions/{identifier}/tasks", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                let creation = try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")
+                let claim = try TaskRoutes.idempotencyClaim(request)
+                coordinator.createTasks(in: session, [creation], idempotency: claim) { result in
+                    switch result {
+                    case .success(.created(let records)):
+                        responder.respond(.json(records[0].jsonBytes(), status: 201, headers: TaskRoutes.location(records[0])))
+                    case .success(.replayed(let record)):
+                        var headers = TaskRoutes.location(record)
+                        headers.add("Idempotent-Replayed", "true")
+                        responder.respond(.json(record.jsonBytes(), status: 201, headers: headers))
+                    case .failure(let error):
+                        responder.respond(error.response)
+                    }
+                }
+            }
+        }
+        table.add("POST", "/v1/sessions/{identifier}/tasks:batch", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                var body = try ObjectReader(try RouteSupport.jsonBody(request)!, path: "")
+                guard let items = try body.array("tasks", maxCount: 10_000), !items.isEmpty else {
+                    throw APIError.invalid("tasks", "must be a non-empty array of tasks")
+                }
+                try body.finish()
+                var creations: [TaskCreationRequest] = []
+                creations.reserveCapacity(items.count)
+                for (i, item) in items.enumerated() {
+                    creations.append(try TaskCreationRequest.parse(item, field: "tasks[\(i)]"))
+                }
+                coordinator.createTasks(in: session, creations, idempotency: nil) { result in
+                    switch result {
+                    case .success(.created(let records)):
+                        responder.respond(RouteSupport.json(201) { json in
+                            json.beginObject()
+                            json.key("tasks"); json.beginArray()
+                            for r in records { r.encode(into: &json) }
+                            json.endArray()
+                            json.endObject()
+                        })
+                    case .success(.replayed):
+                        responder.respond(APIError(500, "internal_error", "unexpected replay").response)
+                    case .failure(let error):
+                        responder.respond(error.response)
+                    }
+                }
+            }
+        }
+        table.add("GET", "/v1/sessions/{identifier}/tasks", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: ["limit", "after", "state", "kind"])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                let limit = try RouteSupport.limit(request)
+                var after: Int64 = 0
+                if let cursor = request.query("after") {
+                    guard let n = Int64(cursor), n >= 0 else { throw APIError(422, "validation_failed", "after must be a cursor from next", field: "after") }
+                    after = n
+                }
+                var state: TaskState?
+                if let text = request.query("state") {
+                    guard let s = TaskState(rawValue: text) else {
+                        throw APIError(422, "validation_failed", "state must be suspended, running, canceling or completed", field: "state")
+                    }
+                    state = s
+                }
+                var kind: TaskKind?
+                if let text = request.query("kind") {
+                    guard let k = TaskKind(rawValue: text) else {
+                        throw APIError(422, "validation_failed", "kind must be data, download or upload", field: "kind")
+                    }
+                    kind = k
+                }
+                let page = try coordinator.listTasks(session, after: after, state: state, kind: kind, limit: limit)
+                responder.respond(RouteSupport.json { json in
+                    json.beginObject()
+                    json.key("tasks"); json.beginArray()
+                    for r in page.tasks { r.encode(into: &json) }
+                    json.endArray()
+                    json.key("next"); json.optionalString(page.next.map(String.init))
+                    json.endObject()
+                })
+            }
+        }
+        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: ["wait"])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                let id = request.parameters["task"] ?? ""
+                var wait = 0.0
+                if let text = request.query("wait") {
+                    guard let s = Double(text), s >= 0, s <= coordinator.limits.maxWaitSeconds else {
+                        throw APIError(422, "validation_failed", "wait must be seconds from 0 to \(Int(coordinator.limits.maxWaitSeconds))", field: "wait")
+                    }
+                    wait = s
+                }
+                if wait == 0 {
+                    responder.respond(.json(try coordinator.record(session, id).jsonBytes()))
+                    return
+                }
+                coordinator.waitForTask(session, id, seconds: wait) { result in
+                    TaskRoutes.respond(result, responder)
+                }
+            }
+        }
+        table.add("PATCH", "/v1/sessions/{identifier}/tasks/{task}", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                var body = try ObjectReader(try RouteSupport.jsonBody(request)!, path: "")
+                let priority = try body.number("priority", in: 0...1)
+                let description = try body.nullableString("description", maxLength: 4096)
+                try body.finish()
+                coordinator.update(session, request.parameters["task"] ?? "", priority: priority, description: description) { result in
+                    TaskRoutes.respond(result, responder)
+                }
+            }
+        }
+        table.add("DELETE", "/v1/sessions/{identifier}/tasks/{task}", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(APIError) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                coordinator.delete(session, request.parameters["task"] ?? "") { result in
+                    switch result {
+                    case .success: responder.respond(HTTPResponse(status: 204))
+                    case .failure(let error): responder.respond(error.response)
+                    }
+                }
+            }
+        }
+    }
+
+    static func respond(_ result: Result<TaskRecord, APIError>, _ responder: Responder) {
+        switch result {
+        case .success(let record): responder.respond(.json(record.jsonBytes()))
+        case .failure(let error): responder.respond(error.response)
+        }
+    }
+
+    static func location(_ record: TaskRecord) -> HTTPHeaders {
+        HTTPHeaders([("Location", "/v1/sessions/\(record.session)/tasks/\(record.id)")])
+    }
+
+    /// `Idempotency-Key` with the sha256 of the body it guards.
+    static func idempotencyClaim(_ request: HTTPRequest) throws(APIError) -> IdempotencyClaim? {
+        guard let key = request.headers["idempotency-key"] else { return nil }
+        guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw APIError(400, "invalid_idempotency_key", "Idempotency-Key must be 1–255 printable ASCII characters")
+        }
+        let hash = SHA256.hash(data: request.body).map { TaskOutput.hex($0) }.joined()
+        return IdempotencyClaim(key: key, bodyHash: hash)
+    }
+
+}

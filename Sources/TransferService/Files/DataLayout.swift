@@ -1,0 +1,54 @@
+import Glibc
+
+/// Where transferd keeps things under its data directory:
+///
+///     transferd.sqlite              the store (with -wal and -shm)
+///     sessions/<identifier>/files   downloads without a destination
+///     sessions/<identifier>/bodies  response bodies of data tasks (durable sessions)
+///
+/// Temporary files live beside their final names, as `.<name>.part`.
+struct DataLayout: Sendable {
+    let root: String
+
+    var databasePath: String { root + "/transferd.sqlite" }
+
+    func sessionDirectory(_ session: String) -> String { root + "/sessions/" + session }
+
+    func filesDirectory(_ session: String) -> String { sessionDirectory(session) + "/files" }
+
+    func bodiesDirectory(_ session: String) -> String { sessionDirectory(session) + "/bodies" }
+
+    /// Opens a directory of the layout for `*at` calls, creating it (and its parents) if needed.
+    func openDirectory(_ path: String) throws(TaskFileError) -> Int32 {
+        try DataLayout.makeDirectories(path)
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw TaskFileError(code: errno, what: "cannot open \(path)") }
+        return fd
+    }
+
+    static func makeDirectories(_ path: String) throws(TaskFileError) {
+        var current = ""
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            current += (current.isEmpty && !path.hasPrefix("/") ? "" : "/") + part
+            if mkdir(current, 0o755) != 0 && errno != EEXIST {
+                throw TaskFileError(code: errno, what: "cannot create \(current)")
+            }
+        }
+    }
+
+    /// Removes a directory tree (a session's files once it is gone).
+    static func removeTree(_ path: String) {
+        guard let dir = opendir(path) else { unlink(path); return }
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            let child = path + "/" + name
+            var st = stat()
+            if lstat(child, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
+        }
+        closedir(dir)
+        rmdir(path)
+    }
+}

@@ -1,0 +1,89 @@
+/// URLSessionTask kinds.
+enum TaskKind: String, Sendable {
+    case data, download, upload
+}
+
+/// URLSessionTask.State.
+enum TaskState: String, Sendable, CaseIterable {
+    case suspended, running, canceling, completed
+}
+
+/// Finer than the state: where a running task is.
+enum TaskPhase: String, Sendable {
+    case waiting, scheduled, connecting, transferring, retrying, finished
+}
+
+/// The stable error codes of PRODUCT.md.
+enum TaskErrorCode: String, Sendable {
+    case cancelled, interrupted, timedOut = "timed_out", cannotFindHost = "cannot_find_host"
+    case cannotConnectToHost = "cannot_connect_to_host", networkConnectionLost = "network_connection_lost"
+    case badURL = "bad_url", unsupportedURL = "unsupported_url", tooManyRedirects = "too_many_redirects"
+    case badServerResponse = "bad_server_response", serverCertificateUntrusted = "server_certificate_untrusted"
+    case clientCertificateRejected = "client_certificate_rejected"
+    case userAuthenticationRequired = "user_authentication_required"
+    case cannotWriteToFile = "cannot_write_to_file", cannotOpenFile = "cannot_open_file"
+    case fileDoesNotExist = "file_does_not_exist", checksumMismatch = "checksum_mismatch"
+    case blockedByPolicy = "blocked_by_policy", dataLengthExceedsMaximum = "data_length_exceeds_maximum"
+    case resumeDataInvalid = "resume_data_invalid"
+}
+
+struct TaskError: Sendable, Equatable {
+    var code: TaskErrorCode
+    var message: String
+    var curlCode: Int?
+    var resumeData: String?
+}
+
+/// What the origin answered (the final response, after redirects).
+struct TaskResponse: Sendable, Equatable {
+    var status: Int
+    var headers: [Header]
+    var mimeType: String?
+    var expectedContentLength: Int64?
+    var suggestedFilename: String?
+}
+
+struct TaskProgress: Sendable, Equatable {
+    var bytesReceived: Int64 = 0
+    var bytesExpectedToReceive: Int64 = -1
+    var bytesSent: Int64 = 0
+    var bytesExpectedToSend: Int64 = -1
+    var bytesPerSecond: Double = 0
+
+    var fraction: Double? {
+        if bytesExpectedToSend > 0 && bytesSent < bytesExpectedToSend {
+            return Double(bytesSent) / Double(bytesExpectedToSend)
+        }
+        guard bytesExpectedToReceive > 0 else { return nil }
+        return min(1, Double(bytesReceived) / Double(bytesExpectedToReceive))
+    }
+}
+
+/// A finished download: where it is, how big, its sha256.
+struct DownloadResult: Sendable, Equatable {
+    var location: String
+    var size: Int64
+    var sha256: String
+}
+
+struct TaskMetrics: Sendable, Equatable {
+    var attempts = 0
+    var redirectCount = 0
+    var remoteAddress: String?
+    var httpProtocol: String?
+    var reusedConnection = false
+    var dnsMs = 0.0, connectMs = 0.0, tlsMs = 0.0, firstByteMs = 0.0, totalMs = 0.0
+}
+
+/// The inline request body of a task.
+enum BodySource: Sendable, Equatable {
+    case text(String)
+    case base64(String, decoded: [UInt8])
+
+    var bytes: [UInt8] {
+        switch self {
+        case .text(let s): Array(s.utf8)
+        case .base64(_, let decoded): decoded
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import HTTPServer
+
+extension TaskRecord {
+    /// The task object of the API. With `storage`, also the fields transferd keeps for itself
+    /// (the stored form is this same document, so one encoder serves both).
+    func encode(into json: inout JSONWriter, storage: Bool = false) {
+        json.beginObject()
+        json.key("id"); json.string(id)
+        json.key("session"); json.string(session)
+        json.key("kind"); json.string(kind.rawValue)
+        json.key("state"); json.string(state.rawValue)
+        json.key("phase"); json.string(phase.rawValue)
+        json.key("priority"); json.double(priority)
+        json.key("description"); json.optionalString(description)
+        json.key("request"); json.beginObject()
+        json.key("url"); json.string(url)
+        json.key("method"); json.string(method)
+        json.key("headers"); TaskRecord.encodeHeaders(headers, into: &json)
+        json.endObject()
+        if let destination {
+            json.key("download"); json.beginObject(); json.key("destination"); json.string(destination); json.endObject()
+        }
+        if let checksumSHA256 {
+            json.key("checksum"); json.beginObject(); json.key("sha256"); json.string(checksumSHA256); json.endObject()
+        }
+        json.key("begin_at"); json.optionalString(beginAt?.rfc3339)
+        json.key("current_url"); json.optionalString(currentURL)
+        json.key("response")
+        if let response { encode(response, into: &json) } else { json.null() }
+        json.key("progress"); encode(progress, into: &json)
+        json.key("result")
+        if let result {
+            json.beginObject()
+            json.key("location"); json.string(result.location)
+            json.key("size"); json.int(result.size)
+            json.key("sha256"); json.string(result.sha256)
+            json.endObject()
+        } else {
+            json.null()
+        }
+        json.key("error")
+        if let error {
+            json.beginObject()
+            json.key("code"); json.string(error.code.rawValue)
+            json.key("message"); json.string(error.message)
+            json.key("curl_code"); if let c = error.curlCode { json.int(c) } else { json.null() }
+            json.key("resume_data"); json.optionalString(error.resumeData)
+            json.endObject()
+        } else {
+            json.null()
+        }
+        json.key("metrics"); encode(metrics, into: &json)
+        json.key("created_at"); json.string(createdAt.rfc3339)
+        json.key("started_at"); json.optionalString(startedAt?.rfc3339)
+        json.key("completed_at"); json.optionalString(completedAt?.rfc3339)
+        json.key("next_attempt_at"); json.optionalString(nextAttemptAt?.rfc3339)
+        if storage { encodeInternal(into: &json) }
+        json.endObject()
+    }
+
+    private func encodeInternal(into json: inout JSONWriter) {
+        json.key("_internal"); json.beginObject()
+        json.key("sequence"); json.int(sequence)
+        json.key("idempotency_key"); json.optionalString(idempotencyKey)
+        json.key("idempotency_hash"); json.optionalString(idempotencyHash)
+        json.key("validator"); json.optionalString(validator)
+        json.key("body_location"); json.optionalString(bodyLocation)
+        switch body {
+        case .text(let s)?: json.key("body_text"); json.string(s)
+        case .base64(let s, _)?: json.key("body_base64"); json.string(s)
+        case nil: break
+        }
+        json.endObject()
+    }
+
+    static func encodeHeaders(_ headers: [Header], into json: inout JSONWriter) {
+        // Repeated fields are combined as RFC 9110 §5.3 allows; the object keeps first-seen order.
+        var order: [String] = []
+        var values: [String: [String]] = [:]
+        for h in headers {
+            if values[h.name] == nil { order.append(h.name) }
+            values[h.name, default: []].append(h.value)
+        }
+        json.beginObject()
+        for name in order {
+            json.key(name)
+            json.string(values[name]!.joined(separator: ", "))
+        }
+        json.endObject()
+    }
+
+    private func encode(_ response: TaskResponse, into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("status"); json.int(response.status)
+        json.key("headers"); TaskRecord.encodeHeaders(response.headers, into: &json)
+        json.key("mime_type"); json.optionalString(response.mimeType)
+        json.key("expected_content_length"); if let n = response.expectedContentLength { json.int(n) } else { json.null() }
+        json.key("suggested_filename"); json.optionalString(response.suggestedFilename)
+        json.endObject()
+    }
+
+    private func encode(_ progress: TaskProgress, into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("bytes_received"); json.int(progress.bytesReceived)
+        json.key("bytes_expected_to_receive"); json.int(progress.bytesExpectedToReceive)
+        json.key("bytes_sent"); json.int(progress.bytesSent)
+        json.key("bytes_expected_to_send"); json.int(progress.bytesExpectedToSend)
+        json.key("fraction"); if let f = progress.fraction { json.double(f) } else { json.null() }
+        json.key("bytes_per_second"); json.double(progress.bytesPerSecond.rounded())
+        json.endObject()
+    }
+
+    private func encode(_ metrics: TaskMetrics, into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("attempts"); json.int(metrics.attempts)
+        json.key("redirect_count"); json.int(metrics.redirectCount)
+        json.key("remote_address"); json.optionalString(metrics.remoteAddress)
+        json.key("protocol"); json.optionalString(metrics.httpProtocol)
+        json.key("reused_connection"); json.bool(metrics.reusedConnection)
+        json.key("timings_ms"); json.beginObject()
+        json.key("dns"); json.double(metrics.dnsMs)
+        json.key("connect"); json.double(metrics.connectMs)
+        json.key("tls"); json.double(metrics.tlsMs)
+        json.key("first_byte"); json.double(metrics.firstByteMs)
+        json.key("total"); json.double(metrics.totalMs)
+        json.endObject()
+        json.endObject()
+    }
+
+    func jsonBytes() -> [UInt8] {
+        var json = JSONWriter(capacity: 1024)
+        encode(into: &json)
+        return json.bytes
+    }
+}

@@ -1,0 +1,37 @@
+import Store
+
+/// The database schema, as numbered migrations (applied at start, never edited once released:
+/// a change is a new migration).
+enum Schema {
+    static let migrations: [Migration] = [
+        Migration(1, """
+        CREATE TABLE sessions (
+            identifier TEXT PRIMARY KEY,
+            mode TEXT NOT NULL,
+            configuration TEXT NOT NULL,
+            delegate TEXT,
+            lifecycle TEXT NOT NULL,
+            invalidate_mode TEXT,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+
+        -- One row per task. `doc` is the task object (with transferd's own fields) as JSON; the
+        -- columns beside it are what queries filter and sort on.
+        CREATE TABLE tasks (
+            session TEXT NOT NULL,
+            id TEXT NOT NULL,
+            sequence INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            state TEXT NOT NULL,
+            idempotency_key TEXT,
+            completed_at INTEGER,
+            doc TEXT NOT NULL,
+            PRIMARY KEY (session, id)
+        ) STRICT, WITHOUT ROWID;
+        CREATE UNIQUE INDEX tasks_by_sequence ON tasks(session, sequence);
+        CREATE UNIQUE INDEX tasks_by_idempotency_key ON tasks(session, idempotency_key) WHERE idempotency_key IS NOT NULL;
+        -- Start-up loads only unfinished tasks; this keeps that from reading completed ones.
+        CREATE INDEX tasks_unfinished ON tasks(state) WHERE state != 'completed';
+        """),
+    ]
+}

@@ -1,0 +1,166 @@
+import HTTPServer
+import Store
+
+/// The durable side of sessions and tasks: SQL in one place, over the group-committing writer
+/// and the read pool. Ephemeral sessions never reach it.
+final class TaskStore: Sendable {
+    let writer: StoreWriter
+    let reader: StoreReader
+
+    init(path: String) throws {
+        let database = try StoreFile.openForWriting(path: path, migrations: Schema.migrations)
+        writer = StoreWriter(database: database)
+        reader = StoreReader(path: path)
+    }
+
+    func close() { writer.close() }
+
+    // MARK: writes (run inside the writer's group commit)
+
+    static func insertSession(_ s: StoredSession, _ db: Database) throws {
+        try db.statement("""
+            INSERT INTO sessions (identifier, mode, configuration, delegate, lifecycle, invalidate_mode, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (identifier) DO UPDATE SET mode = excluded.mode, configuration = excluded.configuration,
+              delegate = excluded.delegate, lifecycle = excluded.lifecycle, invalidate_mode = excluded.invalidate_mode
+            """)
+            .bind(.text(s.identifier), .text(s.mode), .text(s.configuration), .optionalText(s.delegate),
+                  .text(s.lifecycle), .optionalText(s.invalidateMode), .integer(s.createdAt))
+            .run()
+    }
+
+    static func deleteSession(_ identifier: String, _ db: Database) throws {
+        try db.statement("DELETE FROM tasks WHERE session = ?").bind(.text(identifier)).run()
+        try db.statement("DELETE FROM sessions WHERE identifier = ?").bind(.text(identifier)).run()
+    }
+
+    /// Inserts new tasks; a duplicate id or idempotency key fails the whole operation (and with it
+    /// its savepoint), so a batch is all-or-nothing.
+    static func insertTasks(_ tasks: [TaskRecord], _ db: Database) throws {
+        let insert = try db.statement("""
+            INSERT INTO tasks (session, id, sequence, kind, state, idempotency_key, completed_at, doc)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for task in tasks {
+            try insert.bind(.text(task.session), .text(task.id), .integer(task.sequence), .text(task.kind.rawValue),
+                            .text(task.state.rawValue), .optionalText(task.idempotencyKey),
+                            .optionalInt(task.completedAt?.milliseconds), .text(document(task)))
+            try insert.run()
+        }
+    }
+
+    static func updateTask(_ task: TaskRecord, _ db: Database) throws {
+        try db.statement("UPDATE tasks SET state = ?, completed_at = ?, doc = ? WHERE session = ? AND id = ?")
+            .bind(.text(task.state.rawValue), .optionalInt(task.completedAt?.milliseconds), .text(document(task)),
+                  .text(task.session), .text(task.id))
+            .run()
+    }
+
+    static func deleteTask(session: String, id: String, _ db: Database) throws {
+        try db.statement("DELETE FROM tasks WHERE session = ? AND id = ?").bind(.text(session), .text(id)).run()
+    }
+
+    /// The stored task with this id or this idempotency key, if any (checked before inserting).
+    static func existing(session: String, id: String, idempotencyKey: String?, _ db: Database) throws -> TaskRecord? {
+        let s = try db.statement("SELECT doc FROM tasks WHERE session = ? AND (id = ? OR idempotency_key = ?) LIMIT 1")
+        try s.bind(.text(session), .text(id), .optionalText(idempotencyKey))
+        defer { s.reset() }
+        return try s.step() ? decode(s.text(0)) : nil
+    }
+
+    // MARK: reads
+
+    func loadSessions() throws -> [StoredSession] {
+        try reader.read { db in
+            let s = try db.statement("SELECT identifier, mode, configuration, delegate, lifecycle, invalidate_mode, created_at FROM sessions")
+            defer { s.reset() }
+            var result: [StoredSession] = []
+            while try s.step() {
+                result.append(StoredSession(identifier: s.text(0)!, mode: s.text(1)!, configuration: s.text(2)!,
+                                            delegate: s.text(3), lifecycle: s.text(4)!, invalidateMode: s.text(5),
+                                            createdAt: s.int64(6)))
+            }
+            return result
+        }
+    }
+
+    /// Tasks not yet completed, across sessions: what start-up must bring back into memory.
+    func loadUnfinishedTasks() throws -> [TaskRecord] {
+        try reader.read { db in
+            let s = try db.statement("SELECT doc FROM tasks WHERE state != 'completed'")
+            defer { s.reset() }
+            var result: [TaskRecord] = []
+            while try s.step() { if let t = TaskStore.decode(s.text(0)) { result.append(t) } }
+            return result
+        }
+    }
+
+    /// Per session: task counts by state and the highest sequence, from the indexes alone.
+    func loadSessionSummaries() throws -> [String: (counts: [TaskState: Int], maxSequence: Int64)] {
+        try reader.read { db in
+            var result: [String: (counts: [TaskState: Int], maxSequence: Int64)] = [:]
+            let counts = try db.statement("SELECT session, state, count(*) FROM tasks GROUP BY session, state")
+            defer { counts.reset() }
+            while try counts.step() {
+                if let state = counts.text(1).flatMap(TaskState.init(rawValue:)) {
+                    result[counts.text(0)!, default: ([:], 0)].counts[state] = counts.int(2)
+                }
+            }
+            let maxima = try db.statement("SELECT session, max(sequence) FROM tasks GROUP BY session")
+            defer { maxima.reset() }
+            while try maxima.step() { result[maxima.text(0)!, default: ([:], 0)].maxSequence = maxima.int64(1) }
+            return result
+        }
+    }
+
+    func loadTask(session: String, id: String) throws -> TaskRecord? {
+        try reader.read { db in
+            let s = try db.statement("SELECT doc FROM tasks WHERE session = ? AND id = ?")
+            try s.bind(.text(session), .text(id))
+            defer { s.reset() }
+            return try s.step() ? TaskStore.decode(s.text(0)) : nil
+        }
+    }
+
+    /// A page of a session's tasks in creation order, after the cursor, optionally filtered.
+    func listTasks(session: String, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int) throws -> [TaskRecord] {
+        try reader.read { db in
+            var sql = "SELECT doc FROM tasks WHERE session = ? AND sequence > ?"
+            var values: [SQLValue] = [.text(session), .integer(after)]
+            if let state { sql += " AND state = ?"; values.append(.text(state.rawValue)) }
+            if let kind { sql += " AND kind = ?"; values.append(.text(kind.rawValue)) }
+            sql += " ORDER BY sequence LIMIT ?"
+            values.append(.int(limit))
+            let s = try db.statement(sql)
+            try s.bind(values)
+            defer { s.reset() }
+            var result: [TaskRecord] = []
+            while try s.step() { if let t = TaskStore.decode(s.text(0)) { result.append(t) } }
+            return result
+        }
+    }
+
+    // MARK: documents
+
+    static func document(_ task: TaskRecord) -> String {
+        var json = JSONWriter(capacity: 1024)
+        task.encode(into: &json, storage: true)
+        return String(decoding: json.bytes, as: UTF8.self)
+    }
+
+    static func decode(_ text: String?) -> TaskRecord? {
+        guard let text, let value = try? JSONParser.parse(Array(text.utf8)) else { return nil }
+        return TaskRecord(stored: value)
+    }
+}
+
+/// A session row.
+struct StoredSession: Sendable {
+    var identifier: String
+    var mode: String
+    var configuration: String
+    var delegate: String?
+    var lifecycle: String
+    var invalidateMode: String?
+    var createdAt: Int64
+}

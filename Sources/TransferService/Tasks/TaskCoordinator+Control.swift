@@ -1,0 +1,167 @@
+import Glibc
+import Reactor
+import Synchronization
+import TransferEngine
+
+extension TaskCoordinator {
+    /// `GET …/tasks/{task}?wait=S`: the task now if completed or `seconds` is 0, otherwise when it
+    /// completes or the wait runs out, whichever comes first.
+    func waitForTask(_ session: SessionState, _ id: String, seconds: Double,
+                     completion: @escaping @Sendable (Result<TaskRecord, APIError>) -> Void)
+    {
+        let current: TaskRecord
+        do { current = try record(session, id) } catch { return completion(.failure(error)) }
+        guard seconds > 0, !current.isCompleted, let entry = liveEntry(session, id) else { return completion(.success(current)) }
+        let answered = Atomic<Bool>(false)
+        let answer: @Sendable (TaskRecord) -> Void = { record in
+            if !answered.exchange(true, ordering: .acquiringAndReleasing) { completion(.success(record)) }
+        }
+        let alreadyDone: TaskRecord? = session.locked {
+            if entry.record.isCompleted { return entry.record }
+            entry.completionWaiters.append(answer)
+            return nil
+        }
+        if let alreadyDone { return answer(alreadyDone) }
+        let clock = clock
+        clock.execute {
+            clock.scheduleTimer(at: MonotonicClock.after(seconds: seconds)) {
+                answer(session.locked { entry.snapshot })
+            }
+        }
+    }
+
+    /// `POST …/resume`: a suspended task runs again (continuing its partial file where the origin
+    /// allows). Running or completed tasks are left as they are, as URLSession does.
+    func resume(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, APIError>) -> Void) {
+        guard let entry = liveEntry(session, id) else { return completion(Result { () throws(APIError) in try record(session, id) }) }
+        let change: TaskRecord? = session.locked {
+            guard entry.record.state == .suspended else { return nil }
+            var r = entry.record
+            r.state = .running
+            r.phase = .waiting
+            if entry.transfer != nil { entry.afterStop = .resume }
+            return r
+        }
+        guard let change else { return completion(.success(session.locked { entry.snapshot })) }
+        persist(session, { try TaskStore.updateTask(change, $0) }) { [self] result in
+            if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
+            publish(change, of: entry, in: session)
+            startTransfer(entry, in: session)
+            completion(.success(session.locked { entry.snapshot }))
+        }
+    }
+
+    /// `POST …/suspend`: a running task stops; its partial file is kept for `resume`.
+    func suspend(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, APIError>) -> Void) {
+        guard let entry = liveEntry(session, id) else { return completion(Result { () throws(APIError) in try record(session, id) }) }
+        let (change, handle): (TaskRecord?, TransferHandle?) = session.locked {
+            guard entry.record.state == .running else { return (nil, nil) }
+            var r = entry.record
+            r.state = .suspended
+            r.phase = .waiting
+            entry.afterStop = .nothing
+            return (r, entry.transfer)
+        }
+        guard let change else { return completion(.success(session.locked { entry.snapshot })) }
+        persist(session, { try TaskStore.updateTask(change, $0) }) { [self] result in
+            if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
+            publish(change, of: entry, in: session)
+            handle?.stop(.suspended)
+            completion(.success(session.locked { entry.snapshot }))
+        }
+    }
+
+    /// `POST …/cancel`: the task completes with `cancelled`; answered once it has.
+    func cancel(_ session: SessionState, _ id: String, produceResumeData: Bool,
+                completion: @escaping @Sendable (Result<TaskRecord, APIError>) -> Void)
+    {
+        guard let entry = liveEntry(session, id) else { return completion(Result { () throws(APIError) in try record(session, id) }) }
+        cancel(entry, in: session, produceResumeData: produceResumeData) { completion(.success($0)) }
+    }
+
+    func cancel(_ entry: TaskEntry, in session: SessionState, produceResumeData: Bool,
+                completion: @escaping @Sendable (TaskRecord) -> Void)
+    {
+        let (handle, completed): (TransferHandle?, TaskRecord?) = session.locked {
+            if entry.record.isCompleted { return (nil, entry.record) }
+            entry.completionWaiters.append(completion)
+            entry.afterStop = .nothing
+            guard let handle = entry.transfer else { return (nil, nil) }
+            session.count(from: entry.record.state, to: .canceling)
+            entry.record.state = .canceling
+            return (handle, nil)
+        }
+        if let completed { return completion(completed) }
+        if let handle {
+            handle.stop(.cancelled)
+        } else {
+            // Suspended, or waiting to retry: nothing runs, so the task completes here.
+            fileWork.async { [self] in
+                discardPartialOutput(of: session.locked { entry.record }, session: session)
+                complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled"))
+            }
+        }
+    }
+
+    /// `PATCH …/tasks/{task}`: priority and description.
+    func update(_ session: SessionState, _ id: String, priority: Double?, description: String??,
+                completion: @escaping @Sendable (Result<TaskRecord, APIError>) -> Void)
+    {
+        guard let entry = session.locked({ session.tasks[id] }) else {
+            // A completed task out of memory: load it, change it, store it.
+            guard var stored = try? record(session, id) else { return completion(.failure(APIError.notFound("task \(id)"))) }
+            if let priority { stored.priority = priority }
+            if let description { stored.description = description }
+            let changed = stored
+            persist(session, { try TaskStore.updateTask(changed, $0) }) { result in
+                completion(result.map { changed }.mapError(APIError.storeFailure))
+            }
+            return
+        }
+        let (change, handle): (TaskRecord, TransferHandle?) = session.locked {
+            var r = entry.record
+            if let priority { r.priority = priority }
+            if let description { r.description = description }
+            return (r, entry.transfer)
+        }
+        persist(session, { try TaskStore.updateTask(change, $0) }) { [self] result in
+            if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
+            session.locked {
+                entry.record.priority = change.priority
+                entry.record.description = change.description
+            }
+            if let priority, let handle { engine.setPriority(handle, priority) }
+            completion(.success(session.locked { entry.snapshot }))
+        }
+    }
+
+    /// `DELETE …/tasks/{task}`: cancel if needed, then forget the task and the files transferd
+    /// keeps for it. A file written to a client's own `download.destination` is the client's and stays.
+    func delete(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, APIError>) -> Void) {
+        let entry = session.locked { session.tasks[id] }
+        if let entry, !entry.record.isCompleted {
+            return cancel(entry, in: session, produceResumeData: false) { [self] _ in
+                forget(session, id, completion: completion)
+            }
+        }
+        forget(session, id, completion: completion)
+    }
+
+    private func forget(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, APIError>) -> Void) {
+        guard let record = try? record(session, id) else { return completion(.failure(APIError.notFound("task \(id)"))) }
+        persist(session, { try TaskStore.deleteTask(session: session.identifier, id: id, $0) }) { [self] result in
+            if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
+            session.locked {
+                if let entry = session.tasks.removeValue(forKey: id) {
+                    entry.deleted = true
+                    session.count(from: entry.record.state, to: nil)
+                } else {
+                    session.count(from: record.state, to: nil)
+                }
+            }
+            let owned = [record.bodyLocation, record.destination == nil ? record.result?.location : nil].compactMap { $0 }
+            fileWork.async { for path in owned { unlink(path) } }
+            completion(.success(()))
+        }
+    }
+}

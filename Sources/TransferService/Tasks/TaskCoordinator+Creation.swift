@@ -1,0 +1,143 @@
+import Store
+
+/// What a creation call came to.
+enum CreationOutcome: Sendable {
+    case created([TaskRecord])
+    /// The same `Idempotency-Key` and body as an earlier call: its task, unchanged.
+    case replayed(TaskRecord)
+}
+
+/// An `Idempotency-Key` with the sha256 of the body it came with.
+struct IdempotencyClaim: Sendable {
+    let key: String
+    let bodyHash: String
+}
+
+extension TaskCoordinator {
+    /// Creates tasks, all or none: ids are reserved in memory, the rows committed in one group,
+    /// and only then do the tasks become visible and start. A 201 therefore means stored.
+    func createTasks(in session: SessionState, _ requests: [TaskCreationRequest], idempotency: IdempotencyClaim?,
+                     completion: @escaping @Sendable (Result<CreationOutcome, APIError>) -> Void)
+    {
+        let now = Timestamp.now()
+        let reservation: Reservation = session.locked {
+            guard session.lifecycle == .active else {
+                return .refused(APIError(409, "session_invalidated", "session \(session.identifier) is invalidated; it takes no new tasks"))
+            }
+            if let idempotency {
+                if let existing = session.tasks.values.first(where: { $0.record.idempotencyKey == idempotency.key && !$0.deleted }) {
+                    return existing.record.idempotencyHash == idempotency.bodyHash
+                        ? .replay(existing.snapshot) : .refused(APIError.idempotencyKeyReused(idempotency.key))
+                }
+                if session.reservedKeys.contains(idempotency.key) {
+                    return .refused(APIError(409, "idempotency_key_in_use", "a request with this Idempotency-Key is in progress; retry shortly"))
+                }
+            }
+            var ids: [String] = []
+            for (i, request) in requests.enumerated() {
+                let id = request.id ?? TaskCoordinator.newTaskID()
+                if session.tasks[id] != nil || session.reservedIDs.contains(id) || ids.contains(id) {
+                    let field = requests.count > 1 ? "tasks[\(i)].id" : "id"
+                    return .refused(APIError(409, "task_exists", "a task with id \(id) already exists in this session", field: field))
+                }
+                ids.append(id)
+            }
+            session.reservedIDs.formUnion(ids)
+            if let idempotency { session.reservedKeys.insert(idempotency.key) }
+            let first = session.nextSequence
+            session.nextSequence += Int64(requests.count)
+            return .reserved(zip(requests, ids).enumerated().map { i, pair in
+                TaskCoordinator.makeRecord(pair.0, id: pair.1, session: session, sequence: first + Int64(i), now: now,
+                                           idempotency: idempotency)
+            })
+        }
+        let records: [TaskRecord]
+        switch reservation {
+        case .refused(let error): return completion(.failure(error))
+        case .replay(let existing): return completion(.success(.replayed(existing)))
+        case .reserved(let r): records = r
+        }
+        let identifier = session.identifier
+        persist(session, { db in
+            for record in records {
+                if let existing = try TaskStore.existing(session: identifier, id: record.id, idempotencyKey: record.idempotencyKey, db) {
+                    throw DuplicateTask(existing: existing)
+                }
+            }
+            try TaskStore.insertTasks(records, db)
+        }) { [self] result in
+            session.locked {
+                for record in records { session.reservedIDs.remove(record.id) }
+                if let idempotency { session.reservedKeys.remove(idempotency.key) }
+            }
+            switch result {
+            case .success:
+                let entries = session.locked { () -> [TaskEntry] in
+                    records.map { record in
+                        let entry = TaskEntry(record: record)
+                        session.tasks[record.id] = entry
+                        session.count(from: nil, to: record.state)
+                        return entry
+                    }
+                }
+                for entry in entries where entry.record.state == .running { startTransfer(entry, in: session) }
+                completion(.success(.created(entries.map { entry in session.locked { entry.snapshot } })))
+            case .failure(let error as DuplicateTask):
+                if let idempotency, error.existing.idempotencyKey == idempotency.key {
+                    completion(error.existing.idempotencyHash == idempotency.bodyHash
+                        ? .success(.replayed(error.existing)) : .failure(APIError.idempotencyKeyReused(idempotency.key)))
+                } else {
+                    completion(.failure(APIError(409, "task_exists", "a task with id \(error.existing.id) already exists in this session")))
+                }
+            case .failure(let error):
+                completion(.failure(APIError.storeFailure(error)))
+            }
+            checkInvalidation(session)
+        }
+    }
+
+    static func makeRecord(_ request: TaskCreationRequest, id: String, session: SessionState, sequence: Int64,
+                           now: Timestamp, idempotency: IdempotencyClaim?) -> TaskRecord
+    {
+        var record = TaskRecord(session: session.identifier, id: id, sequence: sequence, kind: request.kind,
+                                url: request.url, method: request.method, createdAt: now)
+        record.state = request.start ? .running : .suspended
+        record.phase = .waiting
+        record.priority = request.priority
+        record.description = request.description
+        record.headers = request.headers
+        record.body = request.body
+        record.destination = request.destination
+        record.checksumSHA256 = request.checksumSHA256
+        record.beginAt = request.beginAt
+        record.currentURL = request.url
+        record.idempotencyKey = idempotency?.key
+        record.idempotencyHash = idempotency?.bodyHash
+        if let body = request.body { record.progress.bytesExpectedToSend = Int64(body.bytes.count) }
+        return record
+    }
+
+    /// 20 characters of `[a-z0-9]`: about 103 bits, so collisions need not be checked for.
+    static func newTaskID() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<20).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
+    }
+}
+
+private enum Reservation {
+    case reserved([TaskRecord])
+    case replay(TaskRecord)
+    case refused(APIError)
+}
+
+/// A task of that id or idempotency key is already stored (found inside the insert's transaction).
+struct DuplicateTask: Error {
+    let existing: TaskRecord
+}
+
+extension APIError {
+    static func idempotencyKeyReused(_ key: String) -> APIError {
+        APIError(422, "idempotency_key_reused", "Idempotency-Key \(key) was used with a different request body")
+    }
+}

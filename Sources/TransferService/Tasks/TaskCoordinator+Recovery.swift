@@ -1,0 +1,71 @@
+import Glibc
+
+extension TaskCoordinator {
+    /// Start-up: sessions and unfinished tasks come back from the store (completed tasks stay on
+    /// disk until asked for), and each unfinished task is treated as its session's mode says:
+    /// a background task continues, a default one completes with `interrupted`.
+    func recover() throws {
+        guard let store else { return }
+        let summaries = try store.loadSessionSummaries()
+        for row in try store.loadSessions() {
+            guard let mode = SessionMode(rawValue: row.mode),
+                  let json = try? JSONParser.parse(Array(row.configuration.utf8)),
+                  let configuration = try? SessionConfiguration.parse(json)
+            else {
+                logger.error("skipping a stored session that no longer validates", metadata: ["session": .string(row.identifier)])
+                continue
+            }
+            let session = SessionState(identifier: row.identifier, mode: mode, configuration: configuration,
+                                       configurationJSON: json, createdAt: Timestamp(milliseconds: row.createdAt))
+            session.lifecycle = SessionLifecycle(rawValue: row.lifecycle) ?? .active
+            session.invalidateMode = row.invalidateMode.flatMap(SessionState.InvalidateMode.init(rawValue:))
+            if let summary = summaries[row.identifier] {
+                session.counts = summary.counts
+                session.nextSequence = summary.maxSequence + 1
+            }
+            registry.insert(session)
+            engine.configure(session: row.identifier, limits: configuration.sessionLimits)
+        }
+        var toStart: [(TaskEntry, SessionState)] = []
+        var toEnd: [(TaskEntry, SessionState, TaskError)] = []
+        for record in try store.loadUnfinishedTasks() {
+            guard let session = registry.session(record.session) else { continue }
+            let entry = TaskEntry(record: record)
+            session.locked { session.tasks[record.id] = entry }
+            switch (session.mode, record.state) {
+            case (_, .canceling):
+                toEnd.append((entry, session, TaskError(code: .cancelled, message: "the task was cancelled")))
+            case (.background, .running):
+                toStart.append((entry, session))
+            case (.default, _):
+                toEnd.append((entry, session, TaskError(code: .interrupted, message: "transferd stopped while the task was unfinished")))
+            default:
+                break
+            }
+        }
+        for (entry, session, error) in toEnd {
+            discardPartialOutput(of: entry.record, session: session)
+            complete(entry, in: session, error: error)
+        }
+        for (entry, session) in toStart { startTransfer(entry, in: session) }
+        for session in registry.all { checkInvalidation(session) }
+        sweepOrphanDirectories()
+    }
+
+    /// Session directories with no stored session (ephemeral sessions of an earlier run, sessions
+    /// whose removal was cut short) are removed.
+    private func sweepOrphanDirectories() {
+        let root = layout.root + "/sessions"
+        guard let dir = opendir(root) else { return }
+        var orphans: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            if registry.session(name) == nil { orphans.append(root + "/" + name) }
+        }
+        closedir(dir)
+        for path in orphans { DataLayout.removeTree(path) }
+    }
+}

@@ -1,0 +1,162 @@
+import Glibc
+import Reactor
+import TransferEngine
+
+extension TaskCoordinator {
+    /// Hands a running task to the engine: opens its output, builds the transfer from the task and
+    /// its session's configuration. A task whose output cannot be opened completes with the error.
+    func startTransfer(_ entry: TaskEntry, in session: SessionState) {
+        let (record, configuration) = session.locked { (entry.record, session.configuration) }
+        guard record.state == .running, entry.transfer == nil, !entry.deleted else { return }
+        let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - Timestamp.now().seconds
+        guard remaining > 0 else {
+            return complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
+        }
+        let output: TaskOutput?
+        do {
+            output = try openOutput(for: record, session: session)
+        } catch {
+            let code: TaskErrorCode = error.code == ENOENT ? .fileDoesNotExist : .cannotWriteToFile
+            return complete(entry, in: session, error: TaskError(code: code, message: error.message))
+        }
+        var spec = TransferSpec(label: "\(session.identifier)/\(record.id)", session: session.identifier, url: record.url)
+        spec.method = record.method
+        spec.headers = TaskCoordinator.mergedHeaders(session: configuration.headers, task: record.headers)
+        if let body = record.body { spec.body = .bytes(body.bytes) }
+        spec.idleTimeout = configuration.timeoutRequest
+        spec.totalTimeout = remaining
+        spec.followRedirects = configuration.redirects.follow
+        spec.maxRedirects = configuration.redirects.max
+        spec.priority = record.priority
+        spec.sequence = UInt64(record.sequence)
+        if let beginAt = record.beginAt {
+            let wait = beginAt.seconds - Timestamp.now().seconds
+            if wait > 0 { spec.notBefore = MonotonicClock.after(seconds: wait) }
+        }
+        if let output {
+            let existing = output.existingSize
+            if existing > 0, let validator = record.validator {
+                spec.resume = ResumeRequest(offset: existing, validator: validator)
+                spec.output = .file(fd: output.fd, offset: existing)
+            } else {
+                output.truncate()
+                spec.output = .file(fd: output.fd, offset: 0)
+            }
+            spec.hashOutput = record.kind == .download
+        } else {
+            spec.output = .memory
+        }
+        if record.kind == .data { spec.maxBodyBytes = limits.maxDataBodyBytes }
+
+        let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
+        session.locked {
+            entry.output = output
+            entry.record.phase = spec.notBefore == nil ? .waiting : .scheduled
+            entry.record.nextAttemptAt = nil
+            entry.transfer = engine.submit(spec, observer: observer)
+        }
+    }
+
+    /// Where a task's output goes: beside `download.destination` (inside an allowed root), or in
+    /// the session's directory. nil for ephemeral data tasks, whose body stays in memory.
+    func outputLocation(for record: TaskRecord, session: SessionState) throws(TaskFileError) -> OutputLocation? {
+        switch record.kind {
+        case .download:
+            if let destination = record.destination {
+                let parent: (dirfd: Int32, name: String)
+                do {
+                    parent = try allowedRoots.openParent(of: destination)
+                } catch {
+                    throw TaskFileError(code: error == .missing ? ENOENT : EACCES, what: "cannot open the directory of \(destination)")
+                }
+                let directory = "/" + AllowedRoots.normalize(destination).split(separator: "/").dropLast().joined(separator: "/")
+                return OutputLocation(directoryFD: parent.dirfd, directoryPath: directory, finalName: parent.name,
+                                      temporaryName: TaskCoordinator.temporaryName(for: record))
+            }
+            let dir = layout.filesDirectory(session.identifier)
+            return OutputLocation(directoryFD: try layout.openDirectory(dir), directoryPath: dir, finalName: record.id,
+                                  temporaryName: "." + record.id + ".part")
+        case .data, .upload:
+            guard session.mode.isDurable else { return nil }
+            let dir = layout.bodiesDirectory(session.identifier)
+            return OutputLocation(directoryFD: try layout.openDirectory(dir), directoryPath: dir, finalName: record.id,
+                                  temporaryName: "." + record.id + ".part")
+        }
+    }
+
+    /// Opens (or reopens, to continue it) the temporary file a task writes.
+    func openOutput(for record: TaskRecord, session: SessionState) throws(TaskFileError) -> TaskOutput? {
+        try outputLocation(for: record, session: session).map { location throws(TaskFileError) in try TaskOutput(location) }
+    }
+
+    /// Removes a partial file left by an earlier attempt (the task will not continue it).
+    func discardPartialOutput(of record: TaskRecord, session: SessionState) {
+        guard let location = try? outputLocation(for: record, session: session) else { return }
+        unlinkat(location.directoryFD, location.temporaryName, 0)
+        close(location.directoryFD)
+    }
+
+    /// A temporary name beside a client's destination: hidden, marked as ours, unique per task,
+    /// and short enough for any file system (255 bytes).
+    static func temporaryName(for record: TaskRecord) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (record.session + "/" + record.id).utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return ".transferd-" + String(hash, radix: 16) + ".part"
+    }
+
+    /// Session headers first; a task header of the same name replaces the session's.
+    static func mergedHeaders(session: [Header], task: [Header]) -> [(String, String)] {
+        let overridden = Set(task.map { $0.name.lowercased() })
+        return session.filter { !overridden.contains($0.name.lowercased()) }.map { ($0.name, $0.value) }
+            + task.map { ($0.name, $0.value) }
+    }
+}
+
+/// Receives one transfer's news on its curl loop and passes it to the coordinator. The quick
+/// updates (response head, redirects) are applied under the session lock right here; completion,
+/// which touches files and the store, moves to the file-work queue.
+final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
+    private let coordinator: TaskCoordinator
+    private let session: SessionState
+    private let entry: TaskEntry
+
+    init(coordinator: TaskCoordinator, session: SessionState, entry: TaskEntry) {
+        self.coordinator = coordinator
+        self.session = session
+        self.entry = entry
+    }
+
+    func transferStarted(_ handle: TransferHandle) {
+        session.locked {
+            entry.record.metrics.attempts += 1
+            if entry.record.startedAt == nil { entry.record.startedAt = Timestamp.now() }
+        }
+    }
+
+    func transferReceivedResponse(_ handle: TransferHandle, _ response: ResponseHead, resumedAtOffset: Int64?) {
+        session.locked {
+            entry.record.response = TaskResponse(response)
+            entry.record.currentURL = response.url
+        }
+    }
+
+    func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int) {
+        session.locked { entry.record.currentURL = to }
+    }
+
+    func transferCompleted(_ handle: TransferHandle, _ outcome: TransferOutcome) {
+        let coordinator = coordinator, session = session, entry = entry
+        coordinator.fileWork.async { coordinator.transferEnded(handle, outcome, entry: entry, in: session) }
+    }
+}
+
+extension TaskResponse {
+    init(_ head: ResponseHead) {
+        self.init(status: head.status, headers: head.headers.map { Header(name: $0.0, value: $0.1) },
+                  mimeType: head.mimeType, expectedContentLength: head.expectedContentLength,
+                  suggestedFilename: head.suggestedFilename)
+    }
+}

@@ -1,0 +1,100 @@
+/// Reads the members of a JSON object for validation, naming the field in every complaint and
+/// refusing members it was never asked about (`finish`), so a typo is an error, not a silent default.
+struct ObjectReader {
+    let path: String
+    private let members: [(String, JSONValue)]
+    private var seen: Set<String> = []
+
+    init(_ value: JSONValue, path: String) throws(APIError) {
+        guard case .object(let members) = value else {
+            throw APIError.invalid(path.isEmpty ? "body" : path, "must be a JSON object, not \(value.typeName)")
+        }
+        self.members = members
+        self.path = path
+    }
+
+    func field(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    /// The member's value, null treated as absent.
+    mutating func raw(_ key: String) -> JSONValue? {
+        seen.insert(key)
+        guard let value = members.first(where: { $0.0 == key })?.1, value != .null else { return nil }
+        return value
+    }
+
+    mutating func has(_ key: String) -> Bool {
+        members.contains { $0.0 == key && $0.1 != .null }
+    }
+
+    mutating func string(_ key: String, maxLength: Int = 65536) throws(APIError) -> String? {
+        guard let value = raw(key) else { return nil }
+        guard case .string(let s) = value else { throw APIError.invalid(field(key), "must be a string, not \(value.typeName)") }
+        guard s.utf8.count <= maxLength else { throw APIError.invalid(field(key), "is longer than \(maxLength) bytes") }
+        return s
+    }
+
+    /// Absent → nil; `null` → `.some(nil)` (clear the value); a string → `.some(s)`.
+    mutating func nullableString(_ key: String, maxLength: Int = 65536) throws(APIError) -> String?? {
+        seen.insert(key)
+        guard let value = members.first(where: { $0.0 == key })?.1 else { return nil }
+        if value == .null { return .some(nil) }
+        return .some(try string(key, maxLength: maxLength))
+    }
+
+    mutating func requiredString(_ key: String, maxLength: Int = 65536) throws(APIError) -> String {
+        guard let s = try string(key, maxLength: maxLength) else { throw APIError.invalid(field(key), "is required") }
+        return s
+    }
+
+    mutating func number(_ key: String, in range: ClosedRange<Double>) throws(APIError) -> Double? {
+        guard let value = raw(key) else { return nil }
+        guard case .number(let n) = value else { throw APIError.invalid(field(key), "must be a number, not \(value.typeName)") }
+        guard range.contains(n) else { throw APIError.invalid(field(key), "must be between \(range.lowerBound) and \(range.upperBound)") }
+        return n
+    }
+
+    mutating func integer(_ key: String, in range: ClosedRange<Int64>) throws(APIError) -> Int64? {
+        guard let value = raw(key) else { return nil }
+        guard let n = value.intValue else { throw APIError.invalid(field(key), "must be an integer") }
+        guard range.contains(n) else { throw APIError.invalid(field(key), "must be between \(range.lowerBound) and \(range.upperBound)") }
+        return n
+    }
+
+    mutating func bool(_ key: String) throws(APIError) -> Bool? {
+        guard let value = raw(key) else { return nil }
+        guard case .bool(let b) = value else { throw APIError.invalid(field(key), "must be true or false, not \(value.typeName)") }
+        return b
+    }
+
+    mutating func object(_ key: String) throws(APIError) -> ObjectReader? {
+        guard let value = raw(key) else { return nil }
+        return try ObjectReader(value, path: field(key))
+    }
+
+    mutating func array(_ key: String, maxCount: Int = 10_000) throws(APIError) -> [JSONValue]? {
+        guard let value = raw(key) else { return nil }
+        guard case .array(let items) = value else { throw APIError.invalid(field(key), "must be an array, not \(value.typeName)") }
+        guard items.count <= maxCount else { throw APIError.invalid(field(key), "has more than \(maxCount) items") }
+        return items
+    }
+
+    /// A string-to-string map, such as request headers.
+    mutating func stringMap(_ key: String) throws(APIError) -> [(String, String)]? {
+        guard let object = try object(key) else { return nil }
+        var result: [(String, String)] = []
+        for (name, value) in object.members {
+            guard case .string(let s) = value else {
+                throw APIError.invalid(object.field(name), "must be a string, not \(value.typeName)")
+            }
+            result.append((name, s))
+        }
+        return result
+    }
+
+    /// Members that were never read are typos or features we do not have: refuse them.
+    func finish() throws(APIError) {
+        if let unknown = members.first(where: { !seen.contains($0.0) }) {
+            throw APIError.invalid(field(unknown.0), "is not a known field", code: "unknown_field")
+        }
+    }
+}

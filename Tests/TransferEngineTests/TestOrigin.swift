@@ -1,0 +1,99 @@
+import Crypto
+import Glibc
+import HTTPServer
+import Logging
+import Reactor
+
+/// A small origin for engine tests, on our own HTTP server: deterministic bytes with ranges and
+/// validators, redirects, and a count of requests per path.
+final class TestOrigin: @unchecked Sendable {
+    let server: HTTPServer
+    let hits = Locked<[String: Int]>([:])
+    let concurrent = Locked<(now: Int, max: Int)>((0, 0))
+
+    init() throws {
+        let hits = self.hits
+        let concurrent = self.concurrent
+        let router = Router { t in
+            t.add("GET", "/bytes/{n}") { req, responder in
+                hits.withLock { $0["/bytes", default: 0] += 1 }
+                let n = Int(req.parameters["n"]!)!
+                let body = TestOrigin.content(n)
+                let etag = "\"v\(req.query("etag") ?? "1")-\(n)\""
+                var headers = HTTPHeaders([("ETag", etag), ("Content-Type", "application/octet-stream")])
+                if req.query("ignore_range") == nil, let range = req.headers["range"], range.hasPrefix("bytes="),
+                   req.headers["if-range"].map({ $0 == etag }) ?? true,
+                   let start = Int(range.dropFirst(6).split(separator: "-")[0]), start < n
+                {
+                    headers.add("Content-Range", "bytes \(start)-\(n - 1)/\(n)")
+                    responder.respond(HTTPResponse(status: 206, headers: headers, body: .bytes(Array(body[start...]))))
+                    return
+                }
+                responder.respond(HTTPResponse(status: 200, headers: headers, body: .bytes(body)))
+            }
+            t.add("GET", "/slow/{ms}") { req, responder in
+                concurrent.withLock { $0.now += 1; $0.max = max($0.max, $0.now) }
+                let ms = Int(req.parameters["ms"]!)!
+                hits.withLock { $0[String(req.path), default: 0] += 1 }
+                Thread.after(ms: ms) {
+                    concurrent.withLock { $0.now -= 1 }
+                    responder.respond(.text("done"))
+                }
+            }
+            t.add("GET", "/redirect/{n}") { req, responder in
+                let n = Int(req.parameters["n"]!)!
+                let location = n > 1 ? "/redirect/\(n - 1)" : "/bytes/100"
+                responder.respond(HTTPResponse(status: 302, headers: HTTPHeaders([("Location", location)])))
+            }
+            t.add("GET", "/redirect-to") { req, responder in
+                responder.respond(HTTPResponse(status: 302, headers: HTTPHeaders([("Location", req.query("url")!)])))
+            }
+            t.add("GET", "/status/{code}") { req, responder in
+                responder.respond(.text("status", status: Int(req.parameters["code"]!)!))
+            }
+        }
+        server = try HTTPServer(configuration: HTTPServerConfiguration(address: SocketAddress("127.0.0.1:0")!, loopCount: 1),
+                                router: router, logger: Logger(label: "origin"))
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(server.boundAddress.port)\(path)" }
+
+    func hitCount(_ path: String) -> Int { hits.withLock { $0[path] ?? 0 } }
+
+    /// Deterministic content of length n.
+    static func content(_ n: Int) -> [UInt8] {
+        (0..<n).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) }
+    }
+
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+extension String {
+    init(format: String, _ byte: UInt8) {
+        let digits = Array("0123456789abcdef")
+        self = String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
+    }
+}
+
+enum Thread {
+    /// Runs `work` after `ms` milliseconds on a new thread.
+    static func after(ms: Int, _ work: @escaping @Sendable () -> Void) {
+        let box = Unmanaged.passRetained(WorkBox(ms: ms, work: work))
+        var t = pthread_t()
+        pthread_create(&t, nil, { arg in
+            let box = Unmanaged<WorkBox>.fromOpaque(arg!).takeRetainedValue()
+            usleep(UInt32(box.ms * 1000))
+            box.work()
+            return nil
+        }, box.toOpaque())
+        pthread_detach(t)
+    }
+
+    private final class WorkBox {
+        let ms: Int
+        let work: @Sendable () -> Void
+        init(ms: Int, work: @escaping @Sendable () -> Void) { self.ms = ms; self.work = work }
+    }
+}

@@ -1,0 +1,225 @@
+import Glibc
+import Reactor
+import Testing
+@testable import TransferEngine
+
+/// Opens a fresh temporary file for a download and returns its descriptor and path.
+func temporaryFile() -> (Int32, String) {
+    var template = Array("/tmp/transferd-engine-XXXXXX".utf8CString)
+    let fd = mkstemp(&template)
+    return (fd, String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+}
+
+func readFile(_ path: String) -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = read(fd, &buffer, buffer.count)
+        if n <= 0 { break }
+        out += buffer[0..<n]
+    }
+    return out
+}
+
+@Suite(.serialized)
+struct TransferEngineTests {
+    static let engine: TransferEngine = {
+        TransferEngine.globalInit()
+        return TransferEngine(loopCount: 2, policy: NetworkPolicy(parsing: "default")!)
+    }()
+
+    @Test func downloadsToAFileWithItsSHA256() throws {
+        let origin = try TestOrigin()
+        let (fd, path) = temporaryFile()
+        defer { close(fd); unlink(path) }
+        var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/300000"))
+        spec.output = .file(fd: fd, offset: 0)
+        spec.hashOutput = true
+        let observer = RecordingObserver()
+        Self.engine.submit(spec, observer: observer)
+        let outcome = try #require(observer.wait())
+        #expect(outcome.failure == nil)
+        #expect(outcome.response?.status == 200)
+        #expect(outcome.bytesReceived == 300_000)
+        #expect(readFile(path) == TestOrigin.content(300_000))
+        #expect(outcome.sha256 == TestOrigin.sha256(TestOrigin.content(300_000)))
+        #expect(observer.events.withLock { $0 } == ["started", "response 200", "completed"])
+        origin.server.shutdown()
+    }
+
+    @Test func followsRedirectsAndReportsThem() throws {
+        let origin = try TestOrigin()
+        var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/redirect/3"))
+        spec.output = .memory
+        let observer = RecordingObserver()
+        Self.engine.submit(spec, observer: observer)
+        let outcome = try #require(observer.wait())
+        #expect(outcome.failure == nil)
+        #expect(outcome.body == TestOrigin.content(100))
+        #expect(outcome.metrics.redirectCount == 3)
+        #expect(observer.events.withLock { $0 }.filter { $0.hasPrefix("redirect") }.count == 3)
+        #expect(outcome.response?.url.hasSuffix("/bytes/100") == true)
+        origin.server.shutdown()
+    }
+
+    @Test func tooManyRedirects() throws {
+        let origin = try TestOrigin()
+        var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/redirect/5"))
+        spec.maxRedirects = 2
+        let observer = RecordingObserver()
+        Self.engine.submit(spec, observer: observer)
+        #expect(try #require(observer.wait()).failure?.code == .tooManyRedirects)
+        origin.server.shutdown()
+    }
+
+    @Test(arguments: ["file:///etc/passwd", "gopher://127.0.0.1/x", "dict://127.0.0.1/x"])
+    func redirectToAnotherSchemeIsRefused(target: String) throws {
+        let origin = try TestOrigin()
+        let spec = TransferSpec(label: "t", session: "s1", url: origin.url("/redirect-to?url=\(target)"))
+        let observer = RecordingObserver()
+        Self.engine.submit(spec, observer: observer)
+        #expect(try #require(observer.wait()).failure?.code == .unsupportedURL)
+        origin.server.shutdown()
+    }
+
+    @Test func publicOnlyPolicyRefusesLoopbackBeforeConnecting() throws {
+        let origin = try TestOrigin()
+        let engine = TransferEngine(loopCount: 1, policy: NetworkPolicy(parsing: "public-only")!)
+        let observer = RecordingObserver()
+        engine.submit(TransferSpec(label: "t", session: "p", url: origin.url("/bytes/10")), observer: observer)
+        let outcome = try #require(observer.wait())
+        #expect(outcome.failure?.code == .blockedByPolicy)
+        #expect(origin.hitCount("/bytes") == 0)
+        engine.shutdown()
+        origin.server.shutdown()
+    }
+
+    @Test func resumesWithRangeAndIfRange() throws {
+        let origin = try TestOrigin()
+        let (fd, path) = temporaryFile()
+        defer { close(fd); unlink(path) }
+        let full = TestOrigin.content(5000)
+        _ = full[0..<2000].withUnsafeBytes { write(fd, $0.baseAddress, 2000) }
+        var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/5000"))
+        spec.output = .file(fd: fd, offset: 2000)
+        spec.resume = ResumeRequest(offset: 2000, validator: "\"v1-5000\"")
+        let observer = RecordingObserver()
+        Self.engine.submit(spec, observer: observer)
+        let outcome = try #require(observer.wait())
+        #expect(outcome.failure == nil)
+        #expect(outcome.resumedAtOffset == 2000)
+        #expect(outcome.bytesReceived == 5000)
+        #expect(readFile(path) == full)
+        origin.server.shutdown()
+    }
+
+    @Test(arguments: ["?ignore_range=1", "?etag=2"])
+    func restartsFromZeroWhenTheRangeIsNotHonoured(query: String) throws {
+        let origin = try TestOrigin()
+        let (fd, path) = temporaryFile()
+        defer { close(fd); unlink(path) }
+        let garbage = [UInt8](repeating: 0xAA, count: 3000)
+        _ = garbage.withUnsafeBytes { write(fd, $0.baseAddress, 3000) }
+        var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/5000\(query)"))
+        spec.output = .file(fd: fd, offset: 3000)
+        spec.resume = ResumeRequest(offset: 3000, validator: "\"v1-5000\"")
+        spec.hashOutput = true
+        let observer = RecordingObserver()
+        Self.engine.submit(spec, observer: observer)
+        let outcome = try #require(observer.wait())
+        #expect(outcome.failure == nil)
+        #expect(outcome.restartedFromZero)
+        #expect(readFile(path) == TestOrigin.content(5000))
+        origin.server.shutdown()
+    }
+
+    @Test func bodyLargerThanTheCapFails() throws {
+        let origin = try TestOrigin()
+        var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/100000"))
+        spec.output = .memory
+        spec.maxBodyBytes = 1000
+        let observer = RecordingObserver()
+        Self.engine.submit(spec, observer: observer)
+        #expect(try #require(observer.wait()).failure?.code == .dataLengthExceedsMaximum)
+        origin.server.shutdown()
+    }
+
+    @Test func perHostLimitHolds() throws {
+        let origin = try TestOrigin()
+        let session = "limited"
+        Self.engine.configure(session: session, limits: SessionLimits(maxConcurrentTasks: 10, maxConnectionsPerHost: 2))
+        let observers = (0..<6).map { _ in RecordingObserver() }
+        for (i, o) in observers.enumerated() {
+            Self.engine.submit(TransferSpec(label: "t\(i)", session: session, url: origin.url("/slow/150")), observer: o)
+        }
+        for o in observers { #expect(o.wait()?.failure == nil) }
+        #expect(origin.concurrent.withLock { $0.max } == 2)
+        origin.server.shutdown()
+    }
+
+    @Test func priorityOrdersQueuedWork() throws {
+        let origin = try TestOrigin()
+        let session = "prio"
+        Self.engine.configure(session: session, limits: SessionLimits(maxConcurrentTasks: 1, maxConnectionsPerHost: 6))
+        let order = Locked<[String]>([])
+        final class Tagging: TransferObserver, @unchecked Sendable {
+            let tag: String, order: Locked<[String]>, inner = RecordingObserver()
+            init(_ tag: String, _ order: Locked<[String]>) { self.tag = tag; self.order = order }
+            func transferStarted(_ h: TransferHandle) { order.withLock { $0.append(tag) } }
+            func transferReceivedResponse(_ h: TransferHandle, _ r: ResponseHead, resumedAtOffset: Int64?) {}
+            func transferRedirected(_ h: TransferHandle, from: String, to: String, status: Int) {}
+            func transferCompleted(_ h: TransferHandle, _ o: TransferOutcome) { inner.transferCompleted(h, o) }
+        }
+        let first = Tagging("first", order)
+        var blocker = TransferSpec(label: "b", session: session, url: origin.url("/slow/200"))
+        blocker.sequence = 0
+        Self.engine.submit(blocker, observer: first)
+        usleep(50_000)
+        let tags = [("low", 0.1), ("high", 0.9), ("mid", 0.5)]
+        let observers = tags.enumerated().map { i, t -> Tagging in
+            var spec = TransferSpec(label: t.0, session: session, url: origin.url("/slow/10"))
+            spec.priority = t.1
+            spec.sequence = UInt64(i + 1)
+            let o = Tagging(t.0, order)
+            Self.engine.submit(spec, observer: o)
+            return o
+        }
+        for o in [first] + observers { _ = o.inner.wait() }
+        #expect(order.withLock { $0 } == ["first", "high", "mid", "low"])
+        origin.server.shutdown()
+    }
+
+    @Test func notBeforeDelaysTheStart() throws {
+        let origin = try TestOrigin()
+        var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/10"))
+        spec.notBefore = MonotonicClock.after(seconds: 0.4)
+        let observer = RecordingObserver()
+        let handle = Self.engine.submit(spec, observer: observer)
+        usleep(100_000)
+        #expect(handle.phase == .scheduled)
+        #expect(origin.hitCount("/bytes") == 0)
+        #expect(observer.wait()?.failure == nil)
+        #expect(origin.hitCount("/bytes") == 1)
+        origin.server.shutdown()
+    }
+
+    @Test func stoppingAQueuedOrRunningTransfer() throws {
+        let origin = try TestOrigin()
+        let observer = RecordingObserver()
+        let handle = Self.engine.submit(TransferSpec(label: "t", session: "s1", url: origin.url("/slow/3000")), observer: observer)
+        usleep(200_000)
+        handle.stop(.cancelled)
+        let outcome = try #require(observer.wait(seconds: 2))
+        #expect(outcome.failure?.code == .cancelled)
+        #expect(outcome.stopReason == .cancelled)
+        origin.server.shutdown()
+    }
+
+    @Test func connectionRefusedIsCannotConnect() throws {
+        let observer = RecordingObserver()
+        Self.engine.submit(TransferSpec(label: "t", session: "s1", url: "http://127.0.0.1:1/x"), observer: observer)
+        #expect(try #require(observer.wait()).failure?.code == .cannotConnectToHost)
+    }
+}

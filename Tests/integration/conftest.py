@@ -1,0 +1,49 @@
+"""Fixtures for the integration tests: real transferd processes on loopback.
+
+- `transferd`: a running instance with an API token (`transferd.token`), which the request helpers
+  send; stopped and its data directory removed after the test.
+- `start_transferd(*args, **kwargs)`: starts more instances (same arguments as `Transferd`); every
+  one it started is closed after the test, whatever happened to it.
+- `api_token`: a fresh random token.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Callable
+
+import pytest
+
+from support.transferd import Transferd, binary_path
+
+
+@pytest.fixture(scope="session")
+def transferd_binary():
+    path = binary_path()
+    if not path.exists():
+        pytest.fail(f"no transferd binary at {path}: run `make build` (or set TRANSFERD_BINARY)", pytrace=False)
+    return path
+
+
+@pytest.fixture
+def api_token() -> str:
+    return "tdt_" + secrets.token_urlsafe(24)
+
+
+@pytest.fixture
+def start_transferd(transferd_binary) -> Callable[..., Transferd]:
+    started: list[Transferd] = []
+
+    def start(*args: str, **kwargs) -> Transferd:
+        instance = Transferd(*args, binary=transferd_binary, **kwargs)
+        started.append(instance)
+        return instance.start()
+
+    yield start
+    for instance in reversed(started):
+        instance.close()
+
+
+@pytest.fixture
+def transferd(start_transferd, api_token) -> Transferd:
+    return start_transferd(api_token=api_token)
