@@ -97,6 +97,9 @@ final class MultiLoop: @unchecked Sendable {
         errorBuffers[ObjectIdentifier(transfer)] = errorBuffer
         EasyConfigurator.configure(easy, for: transfer, share: share(for: transfer.spec.session),
                                    errorBuffer: errorBuffer, bufferSize: bufferSize)
+        if queue(for: transfer.spec.session).needsFreshConnection(to: transfer.spec.hostKey) {
+            _ = transferd_easy_setopt_long(UnsafeMutableRawPointer(easy), CURLOPT_FRESH_CONNECT, 1)
+        }
         transfer.handle.setPhase(.connecting)
         let rc = curl_multi_add_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
         guard rc == CURLM_OK else {
@@ -167,6 +170,13 @@ final class MultiLoop: @unchecked Sendable {
         retiredShares.removeAll()
     }
 
+    /// `POST …/flush`: the session's next request to each host opens a new connection
+    /// (URLSession's `flush`), rather than riding on one kept alive from before.
+    func flushSession(_ session: String) {
+        queue(for: session).flush()
+    }
+
+    /// Transfers waiting (for admission or their start time) and running, for other threads.
     var statisticsSnapshot: (waiting: Int, running: Int) {
         (counters.waiting.load(ordering: .relaxed), counters.running.load(ordering: .relaxed))
     }

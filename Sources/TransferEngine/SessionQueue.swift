@@ -23,6 +23,19 @@ final class SessionQueue {
     /// Transfers whose `notBefore` has not come yet.
     var delayed: [ObjectIdentifier: Transfer] = [:]
 
+    /// Flushes so far, and for each host the flush its last connection followed.
+    private var flushEpoch = 0
+    private var hostEpochs: [String: Int] = [:]
+
+    func flush() { flushEpoch += 1 }
+
+    /// True once per host after a flush: that transfer must not reuse a kept-alive connection.
+    func needsFreshConnection(to host: String) -> Bool {
+        guard flushEpoch > 0, hostEpochs[host, default: 0] != flushEpoch else { return false }
+        hostEpochs[host] = flushEpoch
+        return true
+    }
+
     var isIdle: Bool { running == 0 && waitingByHost.isEmpty && delayed.isEmpty }
 
     var allHandles: [TransferHandle] {

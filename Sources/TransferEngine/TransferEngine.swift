@@ -40,6 +40,11 @@ public final class TransferEngine: Sendable {
         loop.loop.execute { loop.setPriority(handle, priority) }
     }
 
+    public func flushSession(_ session: String) {
+        let loop = loop(for: session)
+        loop.loop.execute { loop.flushSession(session) }
+    }
+
     public func resetSession(_ session: String) {
         let loop = loop(for: session)
         loop.loop.execute { loop.resetSession(session) }

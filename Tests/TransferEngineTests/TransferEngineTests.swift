@@ -105,6 +105,7 @@ struct TransferEngineTests {
         var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/5000"))
         spec.output = .file(fd: fd, offset: 2000)
         spec.resume = ResumeRequest(offset: 2000, validator: "\"v1-5000\"")
+        spec.hashOutput = true
         let observer = RecordingObserver()
         Self.engine.submit(spec, observer: observer)
         let outcome = try #require(observer.wait())
@@ -112,6 +113,8 @@ struct TransferEngineTests {
         #expect(outcome.resumedAtOffset == 2000)
         #expect(outcome.bytesReceived == 5000)
         #expect(readFile(path) == full)
+        // The digest covers the whole file, the part written before the resume included.
+        #expect(outcome.sha256 == TestOrigin.sha256(full))
         origin.server.shutdown()
     }
 
@@ -214,6 +217,21 @@ struct TransferEngineTests {
         let outcome = try #require(observer.wait(seconds: 2))
         #expect(outcome.failure?.code == .cancelled)
         #expect(outcome.stopReason == .cancelled)
+        origin.server.shutdown()
+    }
+
+    @Test func flushMakesTheNextRequestUseANewConnection() throws {
+        let origin = try TestOrigin()
+        func fetch() throws -> TransferOutcome {
+            let observer = RecordingObserver()
+            Self.engine.submit(TransferSpec(label: "t", session: "flushing", url: origin.url("/bytes/10")), observer: observer)
+            return try #require(observer.wait())
+        }
+        _ = try fetch()
+        #expect(try fetch().metrics.reusedConnection)
+        Self.engine.flushSession("flushing")
+        #expect(try fetch().metrics.reusedConnection == false)
+        #expect(try fetch().metrics.reusedConnection)
         origin.server.shutdown()
     }
 

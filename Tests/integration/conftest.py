@@ -5,6 +5,7 @@
 - `start_transferd(*args, **kwargs)`: starts more instances (same arguments as `Transferd`); every
   one it started is closed after the test, whatever happened to it.
 - `api_token`: a fresh random token.
+- `origin`: a running `support.origin.Origin` (plain HTTP on 127.0.0.1), stopped after the test.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Callable
 
 import pytest
 
+from support.origin import Origin
 from support.transferd import Transferd, binary_path
 
 
@@ -47,3 +49,20 @@ def start_transferd(transferd_binary) -> Callable[..., Transferd]:
 @pytest.fixture
 def transferd(start_transferd, api_token) -> Transferd:
     return start_transferd(api_token=api_token)
+
+
+@pytest.fixture
+def origin() -> Origin:
+    with Origin() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shared_transferd(transferd_binary) -> Transferd:
+    """One transferd (with a token) for every test of a module that asks for it: for the many
+    small validation cases, which each use their own session and need no fresh process."""
+    instance = Transferd(api_token="tdt_" + secrets.token_urlsafe(24), binary=transferd_binary)
+    try:
+        yield instance.start()
+    finally:
+        instance.close()

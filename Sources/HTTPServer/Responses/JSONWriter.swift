@@ -54,6 +54,18 @@ public struct JSONWriter: Sendable {
 
     private mutating func appendQuoted(_ s: String) {
         bytes.append(0x22)
+        var s = s
+        // Most strings need no escaping: copy them in one go.
+        let clean = s.withUTF8 { utf8 -> Bool in
+            for c in utf8 where c < 0x20 || c == 0x22 || c == 0x5C || c == 0x7F { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if !clean { appendEscaped(s) }
+        bytes.append(0x22)
+    }
+
+    private mutating func appendEscaped(_ s: String) {
         for c in s.utf8 {
             switch c {
             case 0x22: bytes.append(0x5C); bytes.append(0x22)
@@ -68,6 +80,5 @@ public struct JSONWriter: Sendable {
             default: bytes.append(c)
             }
         }
-        bytes.append(0x22)
     }
 }

@@ -26,13 +26,23 @@ public protocol RequestBodySink: AnyObject {
 /// Maps method and path to a route. Patterns are literal segments and `{name}` parameters;
 /// a literal segment wins over a parameter at the same place.
 public final class Router: Sendable {
-    public struct Route: Sendable {
+    /// A class, so matching passes one reference around instead of copying arrays and closures.
+    public final class Route: Sendable {
         public let method: String
         public let pattern: String
         let segments: [Segment]
         let action: RouteAction
         let guardCheck: RequestGuard?
         let index: Int
+
+        init(method: String, pattern: String, segments: [Segment], action: RouteAction, guardCheck: RequestGuard?, index: Int) {
+            self.method = method
+            self.pattern = pattern
+            self.segments = segments
+            self.action = action
+            self.guardCheck = guardCheck
+            self.index = index
+        }
     }
 
     enum Segment: Sendable, Equatable {

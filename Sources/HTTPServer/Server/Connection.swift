@@ -170,6 +170,7 @@ final class Connection: EventHandler, @unchecked Sendable {
             parameters = p
         }
         exchange?.route = route.pattern
+        exchange?.routeIndex = route.index
         let request = HTTPRequest(head: head, route: route.pattern, parameters: parameters, body: [],
                                   id: requestID, remoteAddress: remoteAddress)
         if let denial = route.guardCheck?(request) { return respondEarly(denial, unreadBody: hasBody) }
@@ -489,6 +490,7 @@ struct Exchange {
     let requestID: String
     let start: UInt64
     var route = "unmatched"
+    var routeIndex = -1
     var status: Int?
     var closeAfter = false
     /// Body bytes the client may still send that were never read.

@@ -15,7 +15,7 @@ final class ServerWorker: EventHandler, @unchecked Sendable {
     private var requestCounter: UInt64 = 0
     private let requestIDPrefix: String
     private var counters: [MetricKey: CoreMetrics.Counter] = [:]
-    private var timers: [String: CoreMetrics.Timer] = [:]
+    private var timers: [Int: CoreMetrics.Timer] = [:]
     private var nextWorker = 0
     private var listening = false
 
@@ -149,7 +149,7 @@ final class ServerWorker: EventHandler, @unchecked Sendable {
     func recordCompleted(_ exchange: Exchange, remoteAddress: String) {
         let status = exchange.status ?? 0
         let elapsed = MonotonicClock.now() &- exchange.start
-        let key = MetricKey(route: exchange.route, method: exchange.head.method, status: status)
+        let key = MetricKey(route: exchange.routeIndex, method: exchange.head.method, status: status)
         if let counter = counters[key] {
             counter.increment()
         } else {
@@ -159,9 +159,9 @@ final class ServerWorker: EventHandler, @unchecked Sendable {
             counters[key] = counter
             counter.increment()
         }
-        let timer = timers[exchange.route] ?? {
+        let timer = timers[exchange.routeIndex] ?? {
             let t = CoreMetrics.Timer(label: "http_request_duration_seconds", dimensions: [("route", exchange.route)])
-            timers[exchange.route] = t
+            timers[exchange.routeIndex] = t
             return t
         }()
         timer.recordNanoseconds(Int64(elapsed))
@@ -191,8 +191,9 @@ final class ServerWorker: EventHandler, @unchecked Sendable {
     private static let overloadedHeaders = HTTPHeaders([("Content-Type", "application/problem+json")])
 }
 
+/// Routes by their index in the router (-1 when none matched): cheaper to hash than the pattern.
 struct MetricKey: Hashable {
-    let route: String
+    let route: Int
     let method: String
     let status: Int
 }

@@ -1,6 +1,6 @@
 import HTTPServer
 
-/// `/v1/sessions…`: create or re-attach, read, list, invalidate, reset.
+/// `/v1/sessions…`: create or re-attach, read, list, invalidate, reset, flush.
 struct SessionRoutes {
     let coordinator: TaskCoordinator
 
@@ -67,12 +67,14 @@ struct SessionRoutes {
                 }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/reset", guard: auth) { request, responder in
-            RouteSupport.answer(responder) { () throws(APIError) in
-                try RouteSupport.checkQuery(request, allowed: [])
-                let session = try coordinator.session(try RouteSupport.identifier(request))
-                coordinator.reset(session)
-                responder.respond(RouteSupport.json { SessionRoutes.encode(session, into: &$0) })
+        for (action, perform) in [("reset", coordinator.reset), ("flush", coordinator.flush)] as [(String, @Sendable (SessionState) -> Void)] {
+            table.add("POST", "/v1/sessions/{identifier}/\(action)", guard: auth) { request, responder in
+                RouteSupport.answer(responder) { () throws(APIError) in
+                    try RouteSupport.checkQuery(request, allowed: [])
+                    let session = try coordinator.session(try RouteSupport.identifier(request))
+                    perform(session)
+                    responder.respond(RouteSupport.json { SessionRoutes.encode(session, into: &$0) })
+                }
             }
         }
     }

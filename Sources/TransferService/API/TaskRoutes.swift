@@ -13,6 +13,7 @@ struct TaskRoutes {
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
                 let creation = try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")
+                try coordinator.checkDestinations([creation])
                 let claim = try TaskRoutes.idempotencyClaim(request)
                 coordinator.createTasks(in: session, [creation], idempotency: claim) { result in
                     switch result {
@@ -42,6 +43,7 @@ struct TaskRoutes {
                 for (i, item) in items.enumerated() {
                     creations.append(try TaskCreationRequest.parse(item, field: "tasks[\(i)]"))
                 }
+                try coordinator.checkDestinations(creations)
                 coordinator.createTasks(in: session, creations, idempotency: nil) { result in
                     switch result {
                     case .success(.created(let records)):
@@ -108,7 +110,7 @@ struct TaskRoutes {
                     wait = s
                 }
                 if wait == 0 {
-                    responder.respond(.json(try coordinator.record(session, id).jsonBytes()))
+                    responder.respond(.json(try coordinator.taskJSON(session, id)))
                     return
                 }
                 coordinator.waitForTask(session, id, seconds: wait) { result in

@@ -42,6 +42,7 @@ public final class Service: Sendable {
                                       limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes),
                                       logger: logger)
         try coordinator.recover()
+        coordinator.startProgressFlushing()
 
         let auth = Authenticator(tokens: configuration.apiTokens)
         let processMetrics = ProcessMetrics(registry: metrics, startTime: startedAt)

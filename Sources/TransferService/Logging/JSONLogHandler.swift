@@ -29,9 +29,13 @@ public struct JSONLogHandler: LogHandler {
         json.key("level"); json.string(event.level.rawValue)
         json.key("logger"); json.string(label)
         json.key("msg"); json.string(event.message.description)
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
-        if let extra = event.metadata { merged.merge(extra) { $1 } }
+        // The usual case (an access-log line) brings all its metadata with the event: use it as
+        // it is rather than merging into a fresh dictionary.
+        var merged = metadata.isEmpty && metadataProvider == nil ? event.metadata ?? [:] : metadata
+        if !metadata.isEmpty || metadataProvider != nil {
+            if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
+            if let extra = event.metadata { merged.merge(extra) { $1 } }
+        }
         if let error = event.error { merged["error"] = .string(String(describing: error)) }
         for key in merged.keys.sorted() {
             json.key(key)

@@ -1,9 +1,15 @@
+import Reactor
 import TransferEngine
 
 /// A task held in memory, guarded by its session's lock: the record, and while it runs, the
 /// engine's handle and the open output file.
 final class TaskEntry: @unchecked Sendable {
-    var record: TaskRecord
+    var record: TaskRecord {
+        didSet { encoded = nil }
+    }
+    /// The API encoding of `record`, kept while nothing changes it and no transfer moves its
+    /// progress: a completed task is encoded once however often it is read.
+    private var encoded: [UInt8]?
     var transfer: TransferHandle?
     var output: TaskOutput?
     /// The body of an ephemeral session's data task (nothing of those goes to disk).
@@ -13,6 +19,9 @@ final class TaskEntry: @unchecked Sendable {
     /// Long-polls (`GET …?wait=`) waiting for completion.
     var completionWaiters: [@Sendable (TaskRecord) -> Void] = []
     var deleted = false
+    /// The last progress sample (monotonic ns, bytes moved) and the rate measured up to it.
+    private var sample: (at: UInt64, bytes: Int64) = (0, 0)
+    private var rate: Double = 0
 
     enum AfterStop {
         case nothing, resume
@@ -20,6 +29,14 @@ final class TaskEntry: @unchecked Sendable {
 
     init(record: TaskRecord) {
         self.record = record
+    }
+
+    /// The task object as the API returns it (lock held).
+    var json: [UInt8] {
+        if transfer == nil, let encoded { return encoded }
+        let bytes = snapshot.jsonBytes()
+        if transfer == nil { encoded = bytes }
+        return bytes
     }
 
     /// The record with live progress from the engine folded in.
@@ -35,6 +52,20 @@ final class TaskEntry: @unchecked Sendable {
         if r.state == .running && r.phase != .retrying {
             r.phase = TaskPhase(rawValue: transfer.phase.name) ?? r.phase
         }
+        r.progress.bytesPerSecond = currentRate(bytes: r.progress.bytesReceived + r.progress.bytesSent)
         return r
+    }
+
+    /// Bytes per second over the last second or so, re-measured when a reader asks and the
+    /// previous sample is at least half a second old (lock held).
+    private func currentRate(bytes: Int64) -> Double {
+        let now = MonotonicClock.now()
+        if sample.at == 0 {
+            sample = (now, bytes)
+        } else if now - sample.at >= 500_000_000 {
+            rate = Double(bytes - sample.bytes) / (Double(now - sample.at) / 1e9)
+            sample = (now, bytes)
+        }
+        return rate
     }
 }

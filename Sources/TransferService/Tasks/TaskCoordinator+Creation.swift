@@ -1,3 +1,4 @@
+import Glibc
 import Store
 
 /// What a creation call came to.
@@ -14,6 +15,26 @@ struct IdempotencyClaim: Sendable {
 }
 
 extension TaskCoordinator {
+    /// A `download.destination` must lie inside an `--allow-path` root (no `..`, no symlink out)
+    /// and its directory must exist: checked when the task is created, so a bad path is a 4xx now
+    /// rather than a failed task later.
+    func checkDestinations(_ requests: [TaskCreationRequest]) throws(APIError) {
+        for (i, request) in requests.enumerated() {
+            guard let destination = request.destination else { continue }
+            let field = requests.count > 1 ? "tasks[\(i)].download.destination" : "download.destination"
+            do {
+                let parent = try allowedRoots.openParent(of: destination)
+                close(parent.dirfd)
+            } catch .notAllowed {
+                throw APIError(403, "path_not_allowed", "\(destination) is not inside an --allow-path root", field: field)
+            } catch .missing {
+                throw APIError.invalid(field, "the directory of \(destination) does not exist")
+            } catch {
+                throw APIError(403, "path_not_allowed", "\(destination) cannot be opened inside its root", field: field)
+            }
+        }
+    }
+
     /// Creates tasks, all or none: ids are reserved in memory, the rows committed in one group,
     /// and only then do the tasks become visible and start. A 201 therefore means stored.
     func createTasks(in session: SessionState, _ requests: [TaskCreationRequest], idempotency: IdempotencyClaim?,

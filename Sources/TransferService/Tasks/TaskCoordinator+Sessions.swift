@@ -103,6 +103,11 @@ extension TaskCoordinator {
     func reset(_ session: SessionState) {
         engine.resetSession(session.identifier)
     }
+
+    /// `POST …/flush`: future requests of the session go out on new connections.
+    func flush(_ session: SessionState) {
+        engine.flushSession(session.identifier)
+    }
 }
 
 extension SessionConfiguration {

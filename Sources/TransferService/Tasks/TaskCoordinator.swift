@@ -106,6 +106,12 @@ final class TaskCoordinator: @unchecked Sendable {
         throw APIError.notFound("task \(id)")
     }
 
+    /// The task object as the API returns it, encoded (cached for tasks that are not moving).
+    func taskJSON(_ session: SessionState, _ id: String) throws(APIError) -> [UInt8] {
+        if let bytes = session.locked({ session.tasks[id].flatMap { $0.deleted ? nil : $0.json } }) { return bytes }
+        return try record(session, id).jsonBytes()
+    }
+
     /// The in-memory entry of a task that has not completed (every such task is in memory).
     func liveEntry(_ session: SessionState, _ id: String) -> TaskEntry? {
         session.locked { session.tasks[id].flatMap { $0.deleted ? nil : $0 } }
