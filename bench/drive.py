@@ -10,8 +10,8 @@ Subcommands (every one prints its measurement on stdout, diagnostics on stderr, 
                `tasks:batch` otherwise), wait until all are completed, print the elapsed seconds;
                then verify every task (state, status, size, sha256, location) and sha256 a sample
                of the files on disk against the source.
-  submit-batch create suspended tasks through `tasks:batch` from several connections; print tasks/s
-               and check that the session stores exactly that many.
+  submit-batch create suspended tasks through `tasks:batch` from several connections; print
+               "tasks/s tasks seconds" and check that the session stores exactly that many.
   count        print a session's total number of tasks.
   report       print the table of medians, ratios and bars from the results file.
 """
@@ -39,11 +39,25 @@ class API:
         parts = urllib.parse.urlsplit(base)
         self.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
         self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        self.last_used = time.monotonic()
 
     def call(self, method, path, body=None, expect=(200,)):
-        self.conn.request(method, path, body=body, headers=self.headers)
-        response = self.conn.getresponse()
+        try:
+            self.conn.request(method, path, body=body, headers=self.headers)
+            response = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
+            # A server may close an idle keep-alive connection; retry what is safe to repeat, and
+            # say so, since transferd's idle timeout (75 s) should not end the short idles here.
+            if method not in ("GET", "PUT"):
+                raise
+            idle = time.monotonic() - self.last_used
+            print(f"drive.py: warning: {method} {path}: {type(e).__name__} on a keep-alive connection "
+                  f"idle for {idle:.1f} s; retrying on a new connection", file=sys.stderr)
+            self.conn.close()
+            self.conn.request(method, path, body=body, headers=self.headers)
+            response = self.conn.getresponse()
         data = response.read()
+        self.last_used = time.monotonic()
         if response.status not in expect:
             fail(f"{method} {path} -> {response.status}: {data[:500].decode(errors='replace')}")
         return data
@@ -175,11 +189,14 @@ def cmd_submit_batch(args):
         batches.append(args.total % args.batch)
     bodies = {n: json.dumps({"tasks": [task] * n}).encode() for n in set(batches)}
     lock, errors, stored = threading.Lock(), [], [0]
+    deadline = time.monotonic() + args.max_seconds
 
     def worker(api):
         while True:
             with lock:
-                if not batches or errors:
+                # Past the deadline no new batch starts (a slow service must not stall the bench);
+                # the rate is then over what was stored.
+                if not batches or errors or time.monotonic() > deadline:
                     return
                 n = batches.pop()
             try:
@@ -209,10 +226,13 @@ def cmd_submit_batch(args):
     elapsed = time.perf_counter() - start
     if errors:
         fail(errors[0])
+    if stored[0] < args.total:
+        print(f"drive.py: note: stopped at the {args.max_seconds:.0f} s limit after {stored[0]:,} of "
+              f"{args.total:,} tasks ({elapsed:.1f} s)", file=sys.stderr)
     after = seed.json("GET", f"/v1/sessions/{args.session}")["tasks"]["total"]
-    if after - before != args.total:
-        fail(f"session {args.session} stores {after - before} new tasks, expected {args.total}")
-    print(f"{args.total / elapsed:.1f}")
+    if after - before != stored[0]:
+        fail(f"session {args.session} stores {after - before} new tasks, expected {stored[0]}")
+    print(f"{stored[0] / elapsed:.1f} {stored[0]} {elapsed:.3f}")
 
 
 def cmd_count(args):
@@ -299,6 +319,7 @@ def main():
     s.add_argument("--total", type=int, default=100_000)
     s.add_argument("--batch", type=int, default=5_000)
     s.add_argument("--concurrency", type=int, default=4)
+    s.add_argument("--max-seconds", type=float, default=60, help="start no batch after this long")
     s.set_defaults(func=cmd_submit_batch)
 
     c = sub.add_parser("count")

@@ -47,7 +47,7 @@ enum EasyConfigurator {
         _ = transferd_easy_setopt_data_cb(h, CURLOPT_HEADERFUNCTION, headerCallback)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_HEADERDATA, me)
 
-        configureMethodAndBody(h, spec)
+        configureMethodAndBody(h, spec, transfer)
         var list: UnsafeMutablePointer<curl_slist>?
         for (name, value) in spec.headers { list = curl_slist_append(list, "\(name): \(value)") }
         if let resume = spec.resume {
@@ -58,10 +58,11 @@ enum EasyConfigurator {
         transfer.headerList = list
     }
 
-    private static func configureMethodAndBody(_ h: UnsafeMutableRawPointer, _ spec: TransferSpec) {
+    private static func configureMethodAndBody(_ h: UnsafeMutableRawPointer, _ spec: TransferSpec, _ transfer: Transfer) {
         switch spec.method {
         case "GET": break
         case "HEAD": _ = transferd_easy_setopt_long(h, CURLOPT_NOBODY, 1)
+        case "POST" where isStreamed(spec.body), "PUT" where isStreamed(spec.body): break
         default: _ = transferd_easy_setopt_string(h, CURLOPT_CUSTOMREQUEST, spec.method)
         }
         switch spec.body {
@@ -75,10 +76,42 @@ enum EasyConfigurator {
             } else {
                 _ = bytes.withUnsafeBytes { transferd_easy_setopt_ptr(h, CURLOPT_COPYPOSTFIELDS, $0.baseAddress!) }
             }
-        case .file:
-            break  // upload bodies: see the uploads issue
+        case .segments:
+            // Streamed through CURLOPT_READFUNCTION; the seek callback rewinds it when curl must
+            // send it again (a 307/308 redirect, an authentication round).
+            let total = curl_off_t(spec.body.totalLength)
+            switch spec.method {
+            case "POST":
+                _ = transferd_easy_setopt_long(h, CURLOPT_POST, 1)
+                _ = transferd_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, total)
+            default:
+                // PUT, or any other method with PUT's body semantics (CUSTOMREQUEST names it).
+                _ = transferd_easy_setopt_long(h, CURLOPT_UPLOAD, 1)
+                _ = transferd_easy_setopt_off(h, CURLOPT_INFILESIZE_LARGE, total)
+            }
+            _ = transferd_easy_setopt_data_cb(h, CURLOPT_READFUNCTION, readCallback)
+            _ = transferd_easy_setopt_ptr(h, CURLOPT_READDATA, Unmanaged.passUnretained(transfer).toOpaque())
+            _ = transferd_easy_setopt_seek_cb(h, seekCallback)
+            _ = transferd_easy_setopt_ptr(h, CURLOPT_SEEKDATA, Unmanaged.passUnretained(transfer).toOpaque())
+            // Large reads: fewer callbacks and syscalls per byte (curl's maximum is 2 MiB).
+            _ = transferd_easy_setopt_long(h, CURLOPT_UPLOAD_BUFFERSIZE, 2 << 20)
         }
     }
+}
+
+private func isStreamed(_ body: RequestBodySource) -> Bool {
+    if case .segments = body { return true }
+    return false
+}
+
+private let readCallback: transferd_data_callback = { ptr, size, count, userdata in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    return transfer.read(into: UnsafeMutableRawBufferPointer(start: ptr, count: size * count))
+}
+
+private let seekCallback: transferd_seek_callback = { userdata, offset, origin in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    return origin == SEEK_SET && transfer.seek(to: Int64(offset)) ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK
 }
 
 /// CURLOPT_OPENSOCKETFUNCTION: sees the resolved address before every connect (redirects and DNS

@@ -9,7 +9,7 @@ import Reactor
 /// one core, and SHA-256 on many CPUs runs slower than a loopback download writes.
 ///
 /// The hasher reads from the first byte, so a resumed file's earlier part is hashed too.
-final class FileHasher: @unchecked Sendable {
+public final class FileHasher: @unchecked Sendable {
     private let fd: Int32
     /// Owned by whichever pool thread runs `work` (one at a time, by `scheduled`).
     private var sha = SHA256()
@@ -36,12 +36,12 @@ final class FileHasher: @unchecked Sendable {
     }
 
     /// `fd` must be readable (pread) and stay open until `finish` or `cancel` has called back.
-    init(fd: Int32) {
+    public init(fd: Int32) {
         self.fd = fd
     }
 
     /// The file is written up to `size` (loop thread).
-    func advance(to size: Int64) {
+    public func advance(to size: Int64) {
         guard size - lastScheduled >= FileHasher.step else {
             control.withLock { $0.available = size }
             return
@@ -54,7 +54,7 @@ final class FileHasher: @unchecked Sendable {
     }
 
     /// The file is complete at `size`: `done` gets the hex digest once everything is hashed.
-    func finish(size: Int64, done: @escaping (String?) -> Void) {
+    public func finish(size: Int64, done: @escaping (String?) -> Void) {
         if control.withLock({ c -> Bool in
             c.available = size
             c.finalSize = size
@@ -64,7 +64,7 @@ final class FileHasher: @unchecked Sendable {
     }
 
     /// Stops hashing; `done` (with nil) runs once no pool thread touches the file any more.
-    func cancel(done: @escaping (String?) -> Void) {
+    public func cancel(done: @escaping (String?) -> Void) {
         if control.withLock({ c -> Bool in
             c.cancelled = true
             c.done = done

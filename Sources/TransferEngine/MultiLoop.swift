@@ -219,7 +219,9 @@ final class MultiLoop: @unchecked Sendable {
     /// Hands the outcome to the observer on this loop — once the hasher, if any, has caught up
     /// (a successful file gets its digest) or let go of the file.
     private func deliver(_ transfer: Transfer, outcome: TransferOutcome) {
-        if case .file(let fd, _, _) = transfer.spec.body { close(fd) }
+        if case .segments(let segments) = transfer.spec.body {
+            for case .file(let fd, _, _) in segments { close(fd) }
+        }
         let complete: @Sendable (String?) -> Void = { [loop, outcome] digest in
             var final = outcome
             final.sha256 = digest

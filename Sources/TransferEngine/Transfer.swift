@@ -27,6 +27,11 @@ final class Transfer: @unchecked Sendable {
     /// Hashes the output file a step behind the writes (`spec.hashOutput`).
     private(set) var hasher: FileHasher?
 
+    // Request body (`.segments`): where the next read starts.
+    private var bodySegment = 0
+    private var bodySegmentOffset: Int64 = 0
+    private var bodySent: Int64 = 0
+
     // Response tracking.
     private var collector = ResponseCollector()
     private(set) var finalResponse: ResponseHead?
@@ -36,6 +41,7 @@ final class Transfer: @unchecked Sendable {
     // Why curl's own error code does not tell the whole story.
     var blockedAddress: String?
     private var writeFailure: TransferFailure?
+    private var readFailure: TransferFailure?
     var stopReason: StopReason?
 
     init(handle: TransferHandle, observer: TransferObserver, policy: NetworkPolicy, counters: LoopCounters) {
@@ -53,6 +59,8 @@ final class Transfer: @unchecked Sendable {
             break
         }
         if handle.spec.hashOutput, case .file(let fd, _) = handle.spec.output { hasher = FileHasher(fd: fd) }
+        let toSend = handle.spec.body.totalLength
+        if toSend > 0 { handle.setExpectedToSend(toSend) }
     }
 
     // MARK: curl callbacks (loop thread, inside curl)
@@ -87,6 +95,59 @@ final class Transfer: @unchecked Sendable {
         received += Int64(data.count)
         counters.received.add(Int64(data.count), ordering: .relaxed)
         return data.count
+    }
+
+    /// CURLOPT_READFUNCTION: the next piece of a streamed request body, file parts read straight
+    /// into curl's buffer.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard case .segments(let segments) = spec.body else { return 0 }
+        var filled = 0
+        while filled < buffer.count && bodySegment < segments.count {
+            let segment = segments[bodySegment]
+            let remaining = Int(min(Int64(buffer.count - filled), segment.length - bodySegmentOffset))
+            if remaining <= 0 {
+                bodySegment += 1
+                bodySegmentOffset = 0
+                continue
+            }
+            switch segment {
+            case .bytes(let bytes):
+                bytes.withUnsafeBytes { src in
+                    (buffer.baseAddress! + filled).copyMemory(from: src.baseAddress! + Int(bodySegmentOffset), byteCount: remaining)
+                }
+                filled += remaining
+                bodySegmentOffset += Int64(remaining)
+            case .file(let fd, let offset, _):
+                let n = pread(fd, buffer.baseAddress! + filled, remaining, off_t(offset + bodySegmentOffset))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    // The file shrank or cannot be read: the body cannot be what was promised.
+                    readFailure = TransferFailure(.cannotOpenFile, n == 0 ? "the file to send ended early"
+                        : "cannot read the file to send: \(String(cString: strerror(errno)))")
+                    return Int(CURL_READFUNC_ABORT)
+                }
+                filled += n
+                bodySegmentOffset += Int64(n)
+            }
+        }
+        bodySent += Int64(filled)
+        handle.setSent(bodySent)
+        counters.sent.add(Int64(filled), ordering: .relaxed)
+        return filled
+    }
+
+    /// CURLOPT_SEEKFUNCTION: rewind (or move) the body to `offset` for a resend.
+    func seek(to offset: Int64) -> Bool {
+        guard case .segments(let segments) = spec.body, offset >= 0, offset <= spec.body.totalLength else { return false }
+        var rest = offset
+        bodySegment = 0
+        while bodySegment < segments.count && rest >= segments[bodySegment].length && segments[bodySegment].length > 0 {
+            rest -= segments[bodySegment].length
+            bodySegment += 1
+        }
+        bodySegmentOffset = rest
+        bodySent = offset
+        return true
     }
 
     /// CURLOPT_HEADERFUNCTION: one header line (or status line, or the empty line ending a head).
@@ -159,6 +220,8 @@ final class Transfer: @unchecked Sendable {
         case .memory: outcome.bytesReceived = Int64(memoryBody.count); outcome.body = memoryBody
         case .discard: outcome.bytesReceived = received
         }
+        outcome.bytesSent = bodySent
+        outcome.bytesExpectedToSend = spec.body.totalLength
         if let easy { outcome.metrics = CurlInfo.metrics(easy) }
         if let stopReason {
             outcome.failure = TransferFailure(stopReason == .resourceTimeout ? .timedOut : .cancelled,
@@ -167,8 +230,8 @@ final class Transfer: @unchecked Sendable {
             if let blockedAddress {
                 outcome.failure = TransferFailure(.blockedByPolicy, "connecting to \(blockedAddress) is refused by the network policy",
                                                   curlCode: Int(code.rawValue))
-            } else if let writeFailure {
-                outcome.failure = TransferFailure(writeFailure.code, writeFailure.message, curlCode: Int(code.rawValue))
+            } else if let failure = writeFailure ?? readFailure {
+                outcome.failure = TransferFailure(failure.code, failure.message, curlCode: Int(code.rawValue))
             } else {
                 outcome.failure = CurlErrorMapping.failure(code, detail: errorDetail)
             }

@@ -80,6 +80,8 @@ public struct TransferOutcome: Sendable {
     /// Size of the output: for a file, what it holds now (a resumed prefix included).
     public var bytesReceived: Int64 = 0
     public var bytesSent: Int64 = 0
+    /// Length of the request body (0 without one).
+    public var bytesExpectedToSend: Int64 = 0
     /// Hex sha256 of the whole output file, when asked for and the transfer succeeded.
     public var sha256: String?
     /// The body, for `.memory` output.

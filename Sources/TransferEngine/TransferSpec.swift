@@ -52,9 +52,32 @@ public struct ResumeRequest: Sendable, Equatable {
 /// Where the request body comes from.
 public enum RequestBodySource: Sendable {
     case none
+    /// A small body held in memory (curl copies it).
     case bytes([UInt8])
-    /// `length` bytes of an open file from `offset`; the engine closes the descriptor when done.
+    /// A body read piece by piece as curl sends it: bytes and file regions in order (a file, or a
+    /// multipart body wrapped around one). The engine closes the segments' descriptors when done.
+    case segments([BodySegment])
+
+    var totalLength: Int64 {
+        switch self {
+        case .none: 0
+        case .bytes(let b): Int64(b.count)
+        case .segments(let s): s.reduce(0) { $0 + $1.length }
+        }
+    }
+}
+
+public enum BodySegment: Sendable {
+    case bytes([UInt8])
+    /// `length` bytes of an open file from `offset`, read with pread straight into curl's buffer.
     case file(fd: Int32, offset: Int64, length: Int64)
+
+    var length: Int64 {
+        switch self {
+        case .bytes(let b): Int64(b.count)
+        case .file(_, _, let length): length
+        }
+    }
 }
 
 /// Where the response body goes.

@@ -66,6 +66,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("max-data-body-bytes"), help: "Largest response body a data task keeps. Env: TRANSFERD_MAX_DATA_BODY_BYTES. [67108864]")
     var maxDataBodyBytes: String?
 
+    @Option(name: .customLong("max-blob-bytes"), help: "Largest blob POST /v1/blobs accepts. Env: TRANSFERD_MAX_BLOB_BYTES. [68719476736]")
+    var maxBlobBytes: String?
+
     var rawSettings: RawSettings {
         var raw = RawSettings()
         raw.listen = listen
@@ -86,6 +89,7 @@ struct TransferdCommand: ParsableCommand {
         raw.maxRequestsPerConnection = maxRequestsPerConnection
         raw.httpThreads = httpThreads
         raw.maxDataBodyBytes = maxDataBodyBytes
+        raw.maxBlobBytes = maxBlobBytes
         return raw
     }
 }

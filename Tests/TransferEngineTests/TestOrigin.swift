@@ -48,6 +48,12 @@ final class TestOrigin: @unchecked Sendable {
             t.add("GET", "/redirect-to") { req, responder in
                 responder.respond(HTTPResponse(status: 302, headers: HTTPHeaders([("Location", req.query("url")!)])))
             }
+            for method in ["PUT", "POST", "PATCH"] {
+                t.add(method, "/upload", .streamed({ req throws(HTTPProblem) in UploadSink(method: req.method) }))
+            }
+            t.add("POST", "/redirect307") { _, responder in
+                responder.respond(HTTPResponse(status: 307, headers: HTTPHeaders([("Location", "/upload")])))
+            }
             t.add("GET", "/status/{code}") { req, responder in
                 responder.respond(.text("status", status: Int(req.parameters["code"]!)!))
             }
@@ -75,6 +81,27 @@ extension String {
         let digits = Array("0123456789abcdef")
         self = String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
     }
+}
+
+/// Receives an upload and answers with its method, size and sha256.
+final class UploadSink: RequestBodySink {
+    let method: String
+    var hasher = SHA256()
+    var size = 0
+
+    init(method: String) { self.method = method }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPProblem) {
+        hasher.update(bufferPointer: bytes)
+        size += bytes.count
+    }
+
+    func finish(_ responder: Responder) {
+        let sha = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        responder.respond(.text("\(method) \(size) \(sha)"))
+    }
+
+    func abort() {}
 }
 
 enum Thread {

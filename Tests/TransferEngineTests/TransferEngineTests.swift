@@ -235,6 +235,61 @@ struct TransferEngineTests {
         origin.server.shutdown()
     }
 
+    @Test(arguments: ["PUT", "POST", "PATCH"])
+    func uploadsSegmentsFromMemoryAndFile(method: String) throws {
+        let origin = try TestOrigin()
+        let (fd, path) = temporaryFile()
+        defer { unlink(path) }
+        let fileBytes = TestOrigin.content(3_000_000)
+        _ = fileBytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let head = Array("--boundary\r\n".utf8), tail = Array("\r\n--boundary--\r\n".utf8)
+        var spec = TransferSpec(label: "u", session: "s1", url: origin.url("/upload"))
+        spec.method = method
+        // The middle of the file only: offsets must be honoured.
+        spec.body = .segments([.bytes(head), .file(fd: fd, offset: 1000, length: 2_000_000), .bytes(tail)])
+        spec.output = .memory
+        let observer = RecordingObserver()
+        let handle = Self.engine.submit(spec, observer: observer)
+        let outcome = try #require(observer.wait())
+        #expect(outcome.failure == nil)
+        let expected = head + Array(fileBytes[1000..<2_001_000]) + tail
+        #expect(String(decoding: outcome.body ?? [], as: UTF8.self) == "\(method) \(expected.count) \(TestOrigin.sha256(expected))")
+        #expect(outcome.bytesSent == Int64(expected.count))
+        #expect(handle.bytesExpectedToSend == Int64(expected.count))
+        origin.server.shutdown()
+    }
+
+    @Test func aRedirectThatKeepsThePOSTRewindsTheBody() throws {
+        let origin = try TestOrigin()
+        let (fd, path) = temporaryFile()
+        defer { unlink(path) }
+        let fileBytes = TestOrigin.content(500_000)
+        _ = fileBytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var spec = TransferSpec(label: "u", session: "s1", url: origin.url("/redirect307"))
+        spec.method = "POST"
+        spec.body = .segments([.file(fd: fd, offset: 0, length: 500_000)])
+        spec.output = .memory
+        let observer = RecordingObserver()
+        Self.engine.submit(spec, observer: observer)
+        let outcome = try #require(observer.wait())
+        #expect(String(decoding: outcome.body ?? [], as: UTF8.self) == "POST 500000 \(TestOrigin.sha256(fileBytes))")
+        origin.server.shutdown()
+    }
+
+    @Test func aFileShorterThanPromisedFailsTheUpload() throws {
+        let origin = try TestOrigin()
+        let (fd, path) = temporaryFile()
+        defer { unlink(path) }
+        _ = [UInt8](repeating: 1, count: 100).withUnsafeBytes { write(fd, $0.baseAddress, 100) }
+        var spec = TransferSpec(label: "u", session: "s1", url: origin.url("/upload"))
+        spec.method = "PUT"
+        spec.body = .segments([.file(fd: fd, offset: 0, length: 1000)])
+        let observer = RecordingObserver()
+        Self.engine.submit(spec, observer: observer)
+        #expect(try #require(observer.wait()).failure?.code == .cannotOpenFile)
+        origin.server.shutdown()
+    }
+
     @Test func connectionRefusedIsCannotConnect() throws {
         let observer = RecordingObserver()
         Self.engine.submit(TransferSpec(label: "t", session: "s1", url: "http://127.0.0.1:1/x"), observer: observer)

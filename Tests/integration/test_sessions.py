@@ -228,6 +228,9 @@ def test_delete_finish_lets_running_tasks_finish_then_frees_identifier(transferd
              message="the session to be gone after its last task finished")
     assert origin.bytes_served("/bytes/") == size
     assert len(origin.requests) == 1  # the refused task never reached the origin
+    # Its files go with it.
+    wait_for(lambda: not (transferd.data_dir / "sessions" / sid).exists(), timeout=5,
+             message="the invalidated session's directory to be removed")
     again = put_session(transferd, sid, "default")
     assert again.status_code == 201, again.text
     assert again.json()["tasks"]["total"] == 0

@@ -1,4 +1,3 @@
-import Crypto
 import HTTPServer
 
 /// `/v1/sessions/{identifier}/tasks…`: create (one or a batch), list, read (with `?wait=`),
@@ -14,6 +13,7 @@ struct TaskRoutes {
                 let session = try coordinator.session(try RouteSupport.identifier(request))
                 let creation = try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")
                 try coordinator.checkDestinations([creation])
+                try coordinator.checkBodySources([creation], in: session)
                 let claim = try TaskRoutes.idempotencyClaim(request)
                 coordinator.createTasks(in: session, [creation], idempotency: claim) { result in
                     switch result {
@@ -44,6 +44,7 @@ struct TaskRoutes {
                     creations.append(try TaskCreationRequest.parse(item, field: "tasks[\(i)]"))
                 }
                 try coordinator.checkDestinations(creations)
+                try coordinator.checkBodySources(creations, in: session)
                 coordinator.createTasks(in: session, creations, idempotency: nil) { result in
                     switch result {
                     case .success(.created(let records)):
@@ -162,7 +163,7 @@ struct TaskRoutes {
         guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw APIError(400, "invalid_idempotency_key", "Idempotency-Key must be 1–255 printable ASCII characters")
         }
-        let hash = SHA256.hash(data: request.body).map { TaskOutput.hex($0) }.joined()
+        let hash = SHA256Hex.of(request.body)
         return IdempotencyClaim(key: key, bodyHash: hash)
     }
 

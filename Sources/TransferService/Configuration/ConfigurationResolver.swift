@@ -22,6 +22,7 @@ public struct RawSettings: Sendable {
     public var maxRequestsPerConnection: String?
     public var httpThreads: String?
     public var maxDataBodyBytes: String?
+    public var maxBlobBytes: String?
 
     public init() {}
 }
@@ -104,6 +105,8 @@ public enum ConfigurationResolver {
             apiTokens: tokens, allowedPaths: allowed, networkPolicy: policy.value, retention: retention,
             logLevel: level, http: http)
         configuration.maxDataBodyBytes = Int64(maxDataBody)
+        configuration.maxBlobBytes = Int64(try integer(pick(raw.maxBlobBytes, "--max-blob-bytes", "TRANSFERD_MAX_BLOB_BYTES"),
+                                                       64 << 30, 1...(1 << 50)))
         return configuration
     }
 

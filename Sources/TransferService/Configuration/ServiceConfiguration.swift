@@ -17,6 +17,8 @@ public struct ServiceConfiguration: Sendable {
     public var http: HTTPLimits
     /// Largest response body a data task keeps (larger fails with data_length_exceeds_maximum).
     public var maxDataBodyBytes: Int64 = 64 << 20
+    /// Largest blob `POST /v1/blobs` accepts (413 beyond).
+    public var maxBlobBytes: Int64 = 64 << 30
 
     /// The HTTP server's limits, each with a flag and an environment variable.
     public struct HTTPLimits: Sendable {

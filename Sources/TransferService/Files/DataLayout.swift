@@ -4,13 +4,16 @@ import Glibc
 ///
 ///     transferd.sqlite              the store (with -wal and -shm)
 ///     sessions/<identifier>/files   downloads without a destination
-///     sessions/<identifier>/bodies  response bodies of data tasks (durable sessions)
+///     sessions/<identifier>/bodies  response bodies of data and upload tasks (durable sessions)
+///     blobs/<id>                    bytes handed over for uploads, and spooled inline bodies
 ///
 /// Temporary files live beside their final names, as `.<name>.part`.
 struct DataLayout: Sendable {
     let root: String
 
     var databasePath: String { root + "/transferd.sqlite" }
+
+    var blobsDirectory: String { root + "/blobs" }
 
     func sessionDirectory(_ session: String) -> String { root + "/sessions/" + session }
 

@@ -72,11 +72,6 @@ final class TaskOutput: @unchecked Sendable {
         if fd >= 0 { close(fd) }
         fd = -1
     }
-
-    static func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
-    }
 }
 
 struct TaskFileError: Error, Sendable {

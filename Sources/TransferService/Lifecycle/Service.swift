@@ -37,7 +37,8 @@ public final class Service: Sendable {
             throw ConfigurationError("invalid --network-policy '\(configuration.networkPolicy)'")
         }
         engine = TransferEngine(loopCount: cores, policy: policy)
-        coordinator = TaskCoordinator(store: store, engine: engine, layout: layout,
+        coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
+                                      engine: engine, layout: layout,
                                       allowedRoots: try AllowedRoots(paths: configuration.allowedPaths),
                                       limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes),
                                       logger: logger)
@@ -59,6 +60,7 @@ public final class Service: Sendable {
             TaskActionRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
             TaskContentRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
             StatsRoute(coordinator: coordinator, rates: rates).register(in: &table, guard: auth.check)
+            BlobRoutes(coordinator: coordinator, maxBlobBytes: configuration.maxBlobBytes).register(in: &table, guard: auth.check)
         }
         server = try HTTPServer(configuration: configuration.serverConfiguration(loops: cores),
                                 router: router, logger: logger)

@@ -75,15 +75,22 @@ struct TaskMetrics: Sendable, Equatable {
     var dnsMs = 0.0, connectMs = 0.0, tlsMs = 0.0, firstByteMs = 0.0, totalMs = 0.0
 }
 
-/// The inline request body of a task.
+/// Where a task's request body comes from (PRODUCT.md "Tasks": inline text or base64, a blob, a
+/// file under an allowed root, or the file of a finished download).
 enum BodySource: Sendable, Equatable {
-    case text(String)
-    case base64(String, decoded: [UInt8])
+    /// Held in the task itself: small inline bodies, and every inline body of an ephemeral session.
+    case inline([UInt8])
+    /// A blob; `owned` when it is this task's own inline body, spooled to disk, and goes with it.
+    case blob(id: String, owned: Bool)
+    case file(String)
+    /// The downloaded file of another task of the same session.
+    case task(String)
+}
 
-    var bytes: [UInt8] {
-        switch self {
-        case .text(let s): Array(s.utf8)
-        case .base64(_, let decoded): decoded
-        }
-    }
+/// A `multipart/form-data` body built around the file (RFC 7578).
+struct MultipartSpec: Sendable, Equatable {
+    var field = "file"
+    var filename: String?
+    var mimeType = "application/octet-stream"
+    var fields: [Header] = []
 }

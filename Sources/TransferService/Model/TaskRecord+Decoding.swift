@@ -59,10 +59,19 @@ extension TaskRecord {
         idempotencyHash = extra["idempotency_hash"]?.stringValue
         validator = extra["validator"]?.stringValue
         bodyLocation = extra["body_location"]?.stringValue
-        if let text = extra["body_text"]?.stringValue {
-            body = .text(text)
-        } else if let b64 = extra["body_base64"]?.stringValue, let decoded = Base64.decode(b64) {
-            body = .base64(b64, decoded: decoded)
+        if let inline = extra["body_inline"]?.stringValue, let bytes = Base64.decode(inline) {
+            body = .inline(bytes)
+        } else if let blob = extra["body_blob"]?.stringValue {
+            body = .blob(id: blob, owned: extra["body_blob_owned"]?.boolValue ?? false)
+        } else if let file = extra["body_file"]?.stringValue {
+            body = .file(file)
+        } else if let task = extra["body_task"]?.stringValue {
+            body = .task(task)
+        }
+        if let m = value["multipart"] {
+            multipart = MultipartSpec(field: m["field"]?.stringValue ?? "file", filename: m["filename"]?.stringValue,
+                                      mimeType: m["mime_type"]?.stringValue ?? "application/octet-stream",
+                                      fields: TaskRecord.headers(m["fields"]))
         }
     }
 

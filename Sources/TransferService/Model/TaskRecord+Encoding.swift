@@ -16,7 +16,26 @@ extension TaskRecord {
         json.key("url"); json.string(url)
         json.key("method"); json.string(method)
         json.key("headers"); TaskRecord.encodeHeaders(headers, into: &json)
+        json.key("body")
+        switch body {
+        case nil: json.null()
+        case .inline(let bytes)?: json.beginObject(); json.key("size"); json.int(bytes.count); json.endObject()
+        case .blob(let id, let owned)?:
+            json.beginObject()
+            if owned { json.key("size"); json.int(progress.bytesExpectedToSend) } else { json.key("blob"); json.string(id) }
+            json.endObject()
+        case .file(let path)?: json.beginObject(); json.key("file"); json.string(path); json.endObject()
+        case .task(let id)?: json.beginObject(); json.key("task"); json.string(id); json.endObject()
+        }
         json.endObject()
+        if let multipart {
+            json.key("multipart"); json.beginObject()
+            json.key("field"); json.string(multipart.field)
+            json.key("filename"); json.optionalString(multipart.filename)
+            json.key("mime_type"); json.string(multipart.mimeType)
+            json.key("fields"); TaskRecord.encodeHeaders(multipart.fields, into: &json)
+            json.endObject()
+        }
         if let destination {
             json.key("download"); json.beginObject(); json.key("destination"); json.string(destination); json.endObject()
         }
@@ -66,8 +85,10 @@ extension TaskRecord {
         json.key("validator"); json.optionalString(validator)
         json.key("body_location"); json.optionalString(bodyLocation)
         switch body {
-        case .text(let s)?: json.key("body_text"); json.string(s)
-        case .base64(let s, _)?: json.key("body_base64"); json.string(s)
+        case .inline(let bytes)?: json.key("body_inline"); json.string(Base64.encode(bytes))
+        case .blob(let id, let owned)?: json.key("body_blob"); json.string(id); json.key("body_blob_owned"); json.bool(owned)
+        case .file(let path)?: json.key("body_file"); json.string(path)
+        case .task(let id)?: json.key("body_task"); json.string(id)
         case nil: break
         }
         json.endObject()

@@ -14,6 +14,7 @@ struct TaskRecord: Sendable {
     var method: String
     var headers: [Header]
     var body: BodySource?
+    var multipart: MultipartSpec?
     var destination: String?
     var checksumSHA256: String?
     var beginAt: Timestamp?

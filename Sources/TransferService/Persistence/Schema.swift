@@ -33,5 +33,19 @@ enum Schema {
         -- Start-up loads only unfinished tasks; this keeps that from reading completed ones.
         CREATE INDEX tasks_unfinished ON tasks(state) WHERE state != 'completed';
         """),
+        Migration(2, """
+        -- Bytes handed to transferd for uploads (POST /v1/blobs), and inline task bodies spooled
+        -- to disk. `owner` names the task a spooled body belongs to (session/task); it is removed
+        -- with its task. Client blobs have no owner and are swept after the retention period
+        -- once no unfinished task needs them.
+        CREATE TABLE blobs (
+            id TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            owner TEXT
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX blobs_by_age ON blobs(created_at) WHERE owner IS NULL;
+        """),
     ]
 }

@@ -29,9 +29,20 @@ final class TaskStore: Sendable {
             .run()
     }
 
-    static func deleteSession(_ identifier: String, _ db: Database) throws {
+    /// Removes a session with its tasks and their spooled bodies; returns those blobs' ids, whose
+    /// files the caller removes once this committed.
+    @discardableResult
+    static func deleteSession(_ identifier: String, _ db: Database) throws -> [String] {
+        let prefix = identifier + "/"
+        let owned = try db.statement("SELECT id FROM blobs WHERE substr(owner, 1, ?) = ?")
+        try owned.bind(.int(prefix.utf8.count), .text(prefix))
+        var ids: [String] = []
+        while try owned.step() { ids.append(owned.text(0)!) }
+        owned.reset()
+        try db.statement("DELETE FROM blobs WHERE substr(owner, 1, ?) = ?").bind(.int(prefix.utf8.count), .text(prefix)).run()
         try db.statement("DELETE FROM tasks WHERE session = ?").bind(.text(identifier)).run()
         try db.statement("DELETE FROM sessions WHERE identifier = ?").bind(.text(identifier)).run()
+        return ids
     }
 
     /// Inserts new tasks; a duplicate id or idempotency key fails the whole operation (and with it

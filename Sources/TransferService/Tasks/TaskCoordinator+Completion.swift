@@ -1,4 +1,5 @@
 import Glibc
+import Store
 import TransferEngine
 
 extension TaskCoordinator {
@@ -22,9 +23,9 @@ extension TaskCoordinator {
             var kept = record
             kept.validator = TaskCoordinator.validator(outcome.response) ?? record.validator
             kept.phase = .waiting
-            commit(kept, of: entry, in: session) { [self] in
+            commit(kept, of: entry, in: session, then: { [self] in
                 if afterStop == .resume { startTransfer(entry, in: session) }
-            }
+            })
         case .cancelled?:
             output?.discard()
             complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled"))
@@ -88,7 +89,12 @@ extension TaskCoordinator {
         if done.error == nil && done.progress.bytesExpectedToReceive < 0 {
             done.progress.bytesExpectedToReceive = done.progress.bytesReceived
         }
-        commit(done, of: entry, in: session)
+        // A spooled body is needed no more once its task completed.
+        let completed = done
+        let ownedBlob = TaskCoordinator.ownedBlob(of: completed)
+        commit(completed, of: entry, in: session, also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
+            removeOwnedBlobFile(of: completed)
+        })
     }
 
     /// Folds what the attempt learned into the task: response, progress, metrics.
@@ -102,6 +108,7 @@ extension TaskCoordinator {
         }
         record.progress.bytesReceived = outcome.bytesReceived
         record.progress.bytesSent = outcome.bytesSent
+        if outcome.bytesExpectedToSend > 0 { record.progress.bytesExpectedToSend = outcome.bytesExpectedToSend }
         let m = outcome.metrics
         record.metrics.redirectCount = m.redirectCount
         record.metrics.remoteAddress = m.remoteAddress ?? record.metrics.remoteAddress

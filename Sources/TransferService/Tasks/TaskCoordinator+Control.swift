@@ -149,7 +149,11 @@ extension TaskCoordinator {
 
     private func forget(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, APIError>) -> Void) {
         guard let record = try? record(session, id) else { return completion(.failure(APIError.notFound("task \(id)"))) }
-        persist(session, { try TaskStore.deleteTask(session: session.identifier, id: id, $0) }) { [self] result in
+        let ownedBlob = TaskCoordinator.ownedBlob(of: record)
+        persist(session, { db in
+            try TaskStore.deleteTask(session: session.identifier, id: id, db)
+            if let ownedBlob { try BlobStore.deleteRow(ownedBlob, db) }
+        }) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             session.locked {
                 if let entry = session.tasks.removeValue(forKey: id) {
@@ -160,7 +164,10 @@ extension TaskCoordinator {
                 }
             }
             let owned = [record.bodyLocation, record.destination == nil ? record.result?.location : nil].compactMap { $0 }
-            fileWork.async { for path in owned { unlink(path) } }
+            fileWork.async { [self] in
+                for path in owned { unlink(path) }
+                removeOwnedBlobFile(of: record)
+            }
             completion(.success(()))
         }
     }

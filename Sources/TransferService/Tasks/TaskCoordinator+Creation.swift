@@ -78,6 +78,31 @@ extension TaskCoordinator {
         case .replay(let existing): return completion(.success(.replayed(existing)))
         case .reserved(let r): records = r
         }
+        let needsSpooling = session.mode.isDurable && records.contains {
+            if case .inline(let b)? = $0.body { return b.count > TaskCoordinator.largestInlineBody }
+            return false
+        }
+        guard needsSpooling else { return insert(records, spooled: [], in: session, idempotency: idempotency, completion: completion) }
+        fileWork.async { [self, records] in
+            var spooledRecords = records
+            do throws(TaskFileError) {
+                let spooled = try spoolLargeBodies(&spooledRecords, session: session)
+                insert(spooledRecords, spooled: spooled, in: session, idempotency: idempotency, completion: completion)
+            } catch {
+                session.locked {
+                    for record in records { session.reservedIDs.remove(record.id) }
+                    if let idempotency { session.reservedKeys.remove(idempotency.key) }
+                }
+                completion(.failure(APIError(507, "insufficient_storage", "cannot store the request body: \(error.message)")))
+            }
+        }
+    }
+
+    /// Commits reserved tasks (and the blobs their bodies were spooled to), then makes them
+    /// visible and starts those that run.
+    private func insert(_ records: [TaskRecord], spooled: [Blob], in session: SessionState, idempotency: IdempotencyClaim?,
+                        completion: @escaping @Sendable (Result<CreationOutcome, APIError>) -> Void)
+    {
         let identifier = session.identifier
         persist(session, { db in
             for record in records {
@@ -85,8 +110,12 @@ extension TaskCoordinator {
                     throw DuplicateTask(existing: existing)
                 }
             }
+            for blob in spooled { try BlobStore.insert(blob, db) }
             try TaskStore.insertTasks(records, db)
         }) { [self] result in
+            if case .failure = result, let blobs {
+                for blob in spooled { unlink(blobs.path(blob.id)) }
+            }
             session.locked {
                 for record in records { session.reservedIDs.remove(record.id) }
                 if let idempotency { session.reservedKeys.remove(idempotency.key) }
@@ -128,13 +157,14 @@ extension TaskCoordinator {
         record.description = request.description
         record.headers = request.headers
         record.body = request.body
+        record.multipart = request.multipart
         record.destination = request.destination
         record.checksumSHA256 = request.checksumSHA256
         record.beginAt = request.beginAt
         record.currentURL = request.url
         record.idempotencyKey = idempotency?.key
         record.idempotencyHash = idempotency?.bodyHash
-        if let body = request.body { record.progress.bytesExpectedToSend = Int64(body.bytes.count) }
+        if case .inline(let bytes)? = request.body { record.progress.bytesExpectedToSend = Int64(bytes.count) }
         return record
     }
 

@@ -1,4 +1,6 @@
+import Glibc
 import HTTPServer
+import Reactor
 import Store
 import TransferEngine
 
@@ -92,9 +94,17 @@ extension TaskCoordinator {
         guard done else { return }
         registry.remove(session)
         engine.removeSession(session.identifier)
-        persist(session, { try TaskStore.deleteSession(session.identifier, $0) }) { [self] _ in
+        let ownedBlobs = Locked<[String]>([])
+        persist(session, { db in
+            let ids = try TaskStore.deleteSession(session.identifier, db)
+            ownedBlobs.withLock { $0 = ids }
+        }) { [self] _ in
             let directory = layout.sessionDirectory(session.identifier)
-            fileWork.async { DataLayout.removeTree(directory) }
+            let blobFiles = ownedBlobs.withLock { $0 }.compactMap { blobs?.path($0) }
+            fileWork.async {
+                DataLayout.removeTree(directory)
+                for path in blobFiles { unlink(path) }
+            }
             logger.info("session invalidated", metadata: ["session": .string(session.identifier)])
         }
     }

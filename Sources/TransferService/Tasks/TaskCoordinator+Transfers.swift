@@ -12,17 +12,29 @@ extension TaskCoordinator {
         guard remaining > 0 else {
             return complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
         }
+        let body: (RequestBodySource, contentType: String?)
+        do {
+            body = try openBody(for: record, session: session)
+        } catch {
+            return complete(entry, in: session, error: error)
+        }
         let output: TaskOutput?
         do {
             output = try openOutput(for: record, session: session)
         } catch {
+            TaskCoordinator.closeFiles(of: body.0)
             let code: TaskErrorCode = error.code == ENOENT ? .fileDoesNotExist : .cannotWriteToFile
             return complete(entry, in: session, error: TaskError(code: code, message: error.message))
         }
         var spec = TransferSpec(label: "\(session.identifier)/\(record.id)", session: session.identifier, url: record.url)
         spec.method = record.method
-        spec.headers = TaskCoordinator.mergedHeaders(session: configuration.headers, task: record.headers)
-        if let body = record.body { spec.body = .bytes(body.bytes) }
+        var taskHeaders = record.headers
+        if let contentType = body.contentType {
+            taskHeaders.removeAll { $0.name.lowercased() == "content-type" }
+            taskHeaders.append(Header(name: "Content-Type", value: contentType))
+        }
+        spec.headers = TaskCoordinator.mergedHeaders(session: configuration.headers, task: taskHeaders)
+        spec.body = body.0
         spec.idleTimeout = configuration.timeoutRequest
         spec.totalTimeout = remaining
         spec.followRedirects = configuration.redirects.follow
@@ -46,7 +58,7 @@ extension TaskCoordinator {
         } else {
             spec.output = .memory
         }
-        if record.kind == .data { spec.maxBodyBytes = limits.maxDataBodyBytes }
+        if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
         session.locked {
@@ -105,6 +117,12 @@ extension TaskCoordinator {
             hash = hash &* 0x100_0000_01b3
         }
         return ".transferd-" + String(hash, radix: 16) + ".part"
+    }
+
+    /// Closes what `openBody` opened, for a transfer that will not start after all.
+    static func closeFiles(of body: RequestBodySource) {
+        guard case .segments(let segments) = body else { return }
+        for case .file(let fd, _, _) in segments { close(fd) }
     }
 
     /// Session headers first; a task header of the same name replaces the session's.

@@ -13,6 +13,7 @@ import TransferEngine
 final class TaskCoordinator: @unchecked Sendable {
     let registry = SessionRegistry()
     let store: TaskStore?
+    let blobs: BlobStore?
     let engine: TransferEngine
     let layout: DataLayout
     let allowedRoots: AllowedRoots
@@ -30,10 +31,11 @@ final class TaskCoordinator: @unchecked Sendable {
         var maxWaitSeconds: Double = 600
     }
 
-    init(store: TaskStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots, limits: Limits,
-         logger: Logger)
+    init(store: TaskStore?, blobs: BlobStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots,
+         limits: Limits, logger: Logger)
     {
         self.store = store
+        self.blobs = blobs
         self.engine = engine
         self.layout = layout
         self.allowedRoots = allowedRoots
@@ -58,11 +60,14 @@ final class TaskCoordinator: @unchecked Sendable {
         store.writer.submit(work, completion: then)
     }
 
-    /// Stores a task's new record, then publishes it in memory.
+    /// Stores a task's new record (with `also`, in the same transaction), then publishes it.
     func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
-                then: (@Sendable () -> Void)? = nil)
+                also: ((Database) throws -> Void)? = nil, then: (@Sendable () -> Void)? = nil)
     {
-        persist(session, { try TaskStore.updateTask(record, $0) }) { [self] result in
+        persist(session, { db in
+            try TaskStore.updateTask(record, db)
+            try also?(db)
+        }) { [self] result in
             if case .failure(let error) = result {
                 logger.error("cannot store task", metadata: ["task": "\(session.identifier)/\(record.id)", "error": "\(error)"])
             }

@@ -8,6 +8,7 @@ struct TaskCreationRequest: Sendable {
     var method: String
     var headers: [Header]
     var body: BodySource?
+    var multipart: MultipartSpec?
     var destination: String?
     var checksumSHA256: String?
     var priority: Double
@@ -18,8 +19,8 @@ struct TaskCreationRequest: Sendable {
     static func parse(_ value: JSONValue, field: String) throws(APIError) -> TaskCreationRequest {
         var r = try ObjectReader(value, path: field)
         let kindText = try r.requiredString("kind")
-        guard let kind = TaskKind(rawValue: kindText), kind != .upload else {
-            throw APIError.invalid(r.field("kind"), "must be data or download")
+        guard let kind = TaskKind(rawValue: kindText) else {
+            throw APIError.invalid(r.field("kind"), "must be data, download or upload")
         }
         let id = try r.string("id", maxLength: 200)
         if let id, !IdentifierValidation.isValid(id) {
@@ -28,13 +29,25 @@ struct TaskCreationRequest: Sendable {
         guard var request = try r.object("request") else { throw APIError.invalid(r.field("request"), "is required") }
         let url = try request.requiredString("url", maxLength: 8192)
         try validateURL(url, field: request.field("url"))
-        let method = try request.string("method", maxLength: 32) ?? "GET"
+        let method = try request.string("method", maxLength: 32) ?? (kind == .upload ? "PUT" : "GET")
         guard !method.isEmpty, method.utf8.allSatisfy(HeaderValidation.isTokenChar) else {
             throw APIError.invalid(request.field("method"), "is not a valid HTTP method")
         }
         let headers = try HeaderValidation.validate(try request.stringMap("headers") ?? [], field: request.field("headers"))
-        let body = try parseBody(&request)
+        let inlineBody = try parseBody(&request)
         try request.finish()
+        let uploadBody = try parseUpload(&r)
+        if inlineBody != nil && uploadBody != nil {
+            throw APIError.invalid(r.field("upload"), "give the body either as request.body or as upload, not both")
+        }
+        let body = inlineBody ?? uploadBody
+        if kind == .upload && body == nil {
+            throw APIError.invalid(r.field("upload"), "an upload task needs upload.from_blob, upload.from_file, upload.from_task or request.body")
+        }
+        let multipart = try parseMultipart(&r)
+        if multipart != nil && body == nil {
+            throw APIError.invalid(r.field("multipart"), "multipart needs a body to wrap (upload or request.body)")
+        }
 
         var destination: String?
         if var d = try r.object("download") {
@@ -64,7 +77,7 @@ struct TaskCreationRequest: Sendable {
         let start = try r.bool("start") ?? true
         try r.finish()
         return TaskCreationRequest(id: id, kind: kind, url: url, method: method, headers: headers, body: body,
-                                   destination: destination, checksumSHA256: checksum, priority: priority,
+                                   multipart: multipart, destination: destination, checksumSHA256: checksum, priority: priority,
                                    beginAt: beginAt, description: description, start: start)
     }
 
@@ -78,18 +91,52 @@ struct TaskCreationRequest: Sendable {
         }
     }
 
+    /// `request.body`: exactly one of `text`, `base64` (inline) or `blob`.
     private static func parseBody(_ request: inout ObjectReader) throws(APIError) -> BodySource? {
         guard var b = try request.object("body") else { return nil }
         let text = try b.string("text", maxLength: 1 << 20)
         let base64 = try b.string("base64", maxLength: 4 << 20)
+        let blob = try b.string("blob", maxLength: 64)
         try b.finish()
-        switch (text, base64) {
-        case (let t?, nil): return .text(t)
-        case (nil, let e?):
+        switch (text, base64, blob) {
+        case (let t?, nil, nil): return .inline(Array(t.utf8))
+        case (nil, let e?, nil):
             guard let decoded = Base64.decode(e) else { throw APIError.invalid(b.field("base64"), "is not valid base64") }
-            return .base64(e, decoded: decoded)
+            return .inline(decoded)
+        case (nil, nil, let id?): return .blob(id: id, owned: false)
         default:
-            throw APIError.invalid(b.path, "needs exactly one of text or base64")
+            throw APIError.invalid(b.path, "needs exactly one of text, base64 or blob")
         }
+    }
+
+    /// `upload`: exactly one of `from_blob`, `from_file` or `from_task`.
+    private static func parseUpload(_ r: inout ObjectReader) throws(APIError) -> BodySource? {
+        guard var u = try r.object("upload") else { return nil }
+        let blob = try u.string("from_blob", maxLength: 64)
+        let file = try u.string("from_file", maxLength: 4096)
+        let task = try u.string("from_task", maxLength: 200)
+        try u.finish()
+        switch (blob, file, task) {
+        case (let id?, nil, nil): return .blob(id: id, owned: false)
+        case (nil, let path?, nil): return .file(path)
+        case (nil, nil, let id?): return .task(id)
+        default: throw APIError.invalid(u.path, "needs exactly one of from_blob, from_file or from_task")
+        }
+    }
+
+    private static func parseMultipart(_ r: inout ObjectReader) throws(APIError) -> MultipartSpec? {
+        guard var m = try r.object("multipart") else { return nil }
+        var spec = MultipartSpec()
+        spec.field = try m.string("field", maxLength: 256) ?? "file"
+        spec.filename = try m.string("filename", maxLength: 1024)
+        spec.mimeType = try m.string("mime_type", maxLength: 256) ?? "application/octet-stream"
+        guard spec.mimeType.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), spec.mimeType.contains("/") else {
+            throw APIError.invalid(m.field("mime_type"), "must be a media type such as image/jpeg")
+        }
+        let pairs = try m.stringMap("fields") ?? []
+        guard pairs.count <= 256 else { throw APIError.invalid(m.field("fields"), "has more than 256 fields") }
+        spec.fields = pairs.map { Header(name: $0.0, value: $0.1) }
+        try m.finish()
+        return spec
     }
 }
