@@ -2,7 +2,7 @@
 # Installs what building and testing transferd needs, and only what is missing:
 #   build:  libcurl4-openssl-dev, libsqlite3-dev (Debian packages)
 #   test:   the Python packages the integration tests use (pip): pytest, requests, pyyaml,
-#           jsonschema, standardwebhooks, openapi-spec-validator
+#           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis
 # Usage: scripts/install-deps.sh build|test
 set -euo pipefail
 what=${1:-build}
@@ -37,9 +37,10 @@ apt_install libcurl4-openssl-dev libsqlite3-dev
 
 if [ "$what" = test ]; then
   missing=()
-  for module in pytest requests yaml jsonschema standardwebhooks; do
+  for module in pytest requests yaml jsonschema standardwebhooks schemathesis; do
     python3 -c "import $module" 2>/dev/null || case $module in
       yaml) missing+=(pyyaml) ;;
+      schemathesis) missing+=("schemathesis>=4.32,<5") ;;  # the v4 `st run` options the test uses
       *) missing+=("$module") ;;
     esac
   done

@@ -69,6 +69,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("max-blob-bytes"), help: "Largest blob POST /v1/blobs accepts. Env: TRANSFERD_MAX_BLOB_BYTES. [68719476736]")
     var maxBlobBytes: String?
 
+    @Option(name: .customLong("sweep-interval"), help: "How often expired tasks, files and blobs are swept. Env: TRANSFERD_SWEEP_INTERVAL. [10m]")
+    var sweepInterval: String?
+
     var rawSettings: RawSettings {
         var raw = RawSettings()
         raw.listen = listen
@@ -90,6 +93,7 @@ struct TransferdCommand: ParsableCommand {
         raw.httpThreads = httpThreads
         raw.maxDataBodyBytes = maxDataBodyBytes
         raw.maxBlobBytes = maxBlobBytes
+        raw.sweepInterval = sweepInterval
         return raw
     }
 }

@@ -145,7 +145,8 @@ def test_scheduled_tasks_can_be_cancelled_or_suspended(transferd, origin):
     assert action(transferd, sid, paused["id"], "suspend")["state"] == "suspended"
     assert action(transferd, sid, paused["id"], "resume")["state"] == "running"
     # Resumed before its begin_at, the task still waits for it.
-    assert get_task(transferd, sid, paused["id"])["phase"] == "scheduled"
+    wait_for(lambda: get_task(transferd, sid, paused["id"])["phase"] == "scheduled", timeout=1,
+             message="phase scheduled after resume")
     assert_success(wait_task(transferd, sid, paused["id"], timeout=10))
     assert [r.query["seed"] for r in origin.requests] == ["paused"]
     first_request = datetime.fromtimestamp(origin.requests[0].wall_time, timezone.utc)

@@ -119,9 +119,9 @@ def test_stats_queue_depth_counts_waiting_tasks(transferd, origin):
     blocker = create_task(transferd, sid, download(origin.url("/bytes/400000?rate=400000")))
     wait_progress(transferd, sid, blocker["id"], 1)
     queued = [create_task(transferd, sid, download(origin.url("/bytes/10"))) for _ in range(3)]
-    stats = transferd.get("/v1/stats").json()
-    assert stats["queue_depth"] == 3, stats
+    stats = wait_for(lambda: (st := transferd.get("/v1/stats").json())["queue_depth"] == 3 and st, timeout=2,
+                     message=lambda: f"queue_depth 3: {transferd.get('/v1/stats').json()}")
     assert stats["tasks"]["running"] == 4, stats
     for task in [blocker, *queued]:
         wait_task(transferd, sid, task["id"])
-    assert transferd.get("/v1/stats").json()["queue_depth"] == 0
+    wait_for(lambda: transferd.get("/v1/stats").json()["queue_depth"] == 0, timeout=2, message="queue_depth 0")

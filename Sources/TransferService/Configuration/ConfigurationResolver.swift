@@ -23,6 +23,7 @@ public struct RawSettings: Sendable {
     public var httpThreads: String?
     public var maxDataBodyBytes: String?
     public var maxBlobBytes: String?
+    public var sweepInterval: String?
 
     public init() {}
 }
@@ -105,6 +106,7 @@ public enum ConfigurationResolver {
             apiTokens: tokens, allowedPaths: allowed, networkPolicy: policy.value, retention: retention,
             logLevel: level, http: http)
         configuration.maxDataBodyBytes = Int64(maxDataBody)
+        configuration.sweepInterval = try seconds(pick(raw.sweepInterval, "--sweep-interval", "TRANSFERD_SWEEP_INTERVAL"), 600)
         configuration.maxBlobBytes = Int64(try integer(pick(raw.maxBlobBytes, "--max-blob-bytes", "TRANSFERD_MAX_BLOB_BYTES"),
                                                        64 << 30, 1...(1 << 50)))
         return configuration

@@ -17,6 +17,8 @@ public struct ServiceConfiguration: Sendable {
     public var http: HTTPLimits
     /// Largest response body a data task keeps (larger fails with data_length_exceeds_maximum).
     public var maxDataBodyBytes: Int64 = 64 << 20
+    /// How often expired things are swept.
+    public var sweepInterval: Double = 600
     /// Largest blob `POST /v1/blobs` accepts (413 beyond).
     public var maxBlobBytes: Int64 = 64 << 30
 

@@ -44,6 +44,8 @@ public final class Service: Sendable {
                                       logger: logger)
         try coordinator.recover()
         coordinator.startProgressFlushing()
+        RetentionSweeper(coordinator: coordinator, retention: configuration.retention,
+                         interval: configuration.sweepInterval).start()
 
         let auth = Authenticator(tokens: configuration.apiTokens)
         let processMetrics = ProcessMetrics(registry: metrics, startTime: startedAt)
