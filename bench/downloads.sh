@@ -28,7 +28,8 @@
 #   BENCH_DATA [/tmp/transferd-bench-data]  generated source files, kept between runs
 #   BENCH_SMALL_PARALLEL [64] parallelism of the 2,000-file workload, for all three tools
 #   BENCH_SUBMIT_DURATION [5s], BENCH_BATCH_SIZE [5000], BENCH_BATCH_TOTAL [100000],
-#   BENCH_BATCH_CONCURRENCY [4], BENCH_SUBMIT_MAX_SECONDS [60] (no new batch after this long),
+#   BENCH_BATCH_CONCURRENCY [2] (connections; one commits while the next is parsed on 2 cores),
+#   BENCH_SUBMIT_MAX_SECONDS [30] (no new batch after this long: a slow service cannot stall the bench),
 #   BENCH_WRK_DURATION [10s]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,8 +43,8 @@ SMALL_PARALLEL=${BENCH_SMALL_PARALLEL:-64}
 SUBMIT_DURATION=${BENCH_SUBMIT_DURATION:-5s}
 BATCH_SIZE=${BENCH_BATCH_SIZE:-5000}
 BATCH_TOTAL=${BENCH_BATCH_TOTAL:-100000}
-BATCH_CONCURRENCY=${BENCH_BATCH_CONCURRENCY:-4}
-SUBMIT_MAX_SECONDS=${BENCH_SUBMIT_MAX_SECONDS:-60}
+BATCH_CONCURRENCY=${BENCH_BATCH_CONCURRENCY:-2}
+SUBMIT_MAX_SECONDS=${BENCH_SUBMIT_MAX_SECONDS:-30}
 WRK_DURATION=${BENCH_WRK_DURATION:-10s}
 DRIVE=(python3 "$PWD/bench/drive.py")
 

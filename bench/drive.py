@@ -46,13 +46,14 @@ class API:
             self.conn.request(method, path, body=body, headers=self.headers)
             response = self.conn.getresponse()
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
-            # A server may close an idle keep-alive connection; retry what is safe to repeat, and
-            # say so, since transferd's idle timeout (75 s) should not end the short idles here.
+            # A server may close an idle keep-alive connection; retry what is safe to repeat. Before
+            # transferd's idle timeout (75 s) that is unexpected, so say so.
             if method not in ("GET", "PUT"):
                 raise
             idle = time.monotonic() - self.last_used
-            print(f"drive.py: warning: {method} {path}: {type(e).__name__} on a keep-alive connection "
-                  f"idle for {idle:.1f} s; retrying on a new connection", file=sys.stderr)
+            if idle < 75:
+                print(f"drive.py: warning: {method} {path}: {type(e).__name__} on a keep-alive connection "
+                      f"idle for only {idle:.1f} s; retrying on a new connection", file=sys.stderr)
             self.conn.close()
             self.conn.request(method, path, body=body, headers=self.headers)
             response = self.conn.getresponse()
@@ -318,8 +319,8 @@ def main():
     s.add_argument("--url", required=True, help="what the (suspended) tasks would download")
     s.add_argument("--total", type=int, default=100_000)
     s.add_argument("--batch", type=int, default=5_000)
-    s.add_argument("--concurrency", type=int, default=4)
-    s.add_argument("--max-seconds", type=float, default=60, help="start no batch after this long")
+    s.add_argument("--concurrency", type=int, default=2)
+    s.add_argument("--max-seconds", type=float, default=30, help="start no batch after this long")
     s.set_defaults(func=cmd_submit_batch)
 
     c = sub.add_parser("count")

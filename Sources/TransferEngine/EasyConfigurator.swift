@@ -28,12 +28,10 @@ enum EasyConfigurator {
         // reroute traffic around the network policy.
         _ = transferd_easy_setopt_string(h, CURLOPT_PROXY, "")
 
-        // Idle timeout: below 1 byte/s for this long. CURLOPT_TIMEOUT would also count time spent
-        // queued for a connection, which admission control already prevents.
-        let idle = max(1, Int(spec.idleTimeout.rounded(.up)))
-        _ = transferd_easy_setopt_long(h, CURLOPT_LOW_SPEED_LIMIT, 1)
-        _ = transferd_easy_setopt_long(h, CURLOPT_LOW_SPEED_TIME, idle)
-        _ = transferd_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, idle * 1000)
+        // Idle timeout: no byte moved for `idleTimeout`, watched by the loop's sweep
+        // (`MultiLoop.sweepIdle`). LOW_SPEED_LIMIT/TIME would fire seconds late, since curl
+        // averages the speed over its last few seconds.
+        _ = transferd_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int((spec.idleTimeout * 1000).rounded(.up))))
         if let total = spec.totalTimeout {
             _ = transferd_easy_setopt_long(h, CURLOPT_TIMEOUT_MS, max(1, Int(total * 1000)))
         }

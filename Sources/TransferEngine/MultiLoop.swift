@@ -32,6 +32,7 @@ final class MultiLoop: @unchecked Sendable {
         _ = transferd_multi_setopt_ptr(UnsafeMutableRawPointer(multi), CURLMOPT_SOCKETDATA, me)
         _ = transferd_multi_setopt_timer_cb(UnsafeMutableRawPointer(multi), multiTimerCallback)
         _ = transferd_multi_setopt_ptr(UnsafeMutableRawPointer(multi), CURLMOPT_TIMERDATA, me)
+        scheduleIdleSweep()
         loop.start()
     }
 
@@ -236,6 +237,30 @@ final class MultiLoop: @unchecked Sendable {
             hasher.finish(size: outcome.bytesReceived, done: complete)
         } else {
             hasher.cancel(done: complete)
+        }
+    }
+
+    // MARK: idle timeout
+
+    /// Four times a second: a running transfer that moved no byte for its idle timeout ends with
+    /// `timedOut`. Checked here rather than in a curl callback: curl calls none while a socket is
+    /// silent and no timer of its own is due.
+    private func scheduleIdleSweep() {
+        loop.scheduleTimer(at: MonotonicClock.after(seconds: 0.25)) { [weak self] in
+            guard let self else { return }
+            self.sweepIdle()
+            self.scheduleIdleSweep()
+        }
+    }
+
+    private func sweepIdle() {
+        let now = MonotonicClock.now()
+        let idle = sessions.values.flatMap(\.runningList).filter {
+            Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
+        }
+        for transfer in idle {
+            transfer.idleTimedOut = true
+            finish(transfer, code: CURLE_OPERATION_TIMEDOUT, detail: "no data moved for \(transfer.spec.idleTimeout) seconds")
         }
     }
 

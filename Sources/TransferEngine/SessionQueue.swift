@@ -81,6 +81,8 @@ final class SessionQueue {
         if runningByHost[host] == 0 { runningByHost[host] = nil }
     }
 
+    var runningList: [Transfer] { Array(runningTransfers.values) }
+
     func runningTransfer(_ handle: TransferHandle) -> Transfer? {
         runningTransfers[ObjectIdentifier(handle)]
     }

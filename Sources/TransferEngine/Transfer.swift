@@ -38,6 +38,10 @@ final class Transfer: @unchecked Sendable {
     private(set) var resumedAtOffset: Int64?
     private(set) var restartedFromZero = false
 
+    /// When a byte last moved (monotonic ns), for the idle timeout.
+    var lastActivity: UInt64 = MonotonicClock.now()
+    var idleTimedOut = false
+
     // Why curl's own error code does not tell the whole story.
     var blockedAddress: String?
     private var writeFailure: TransferFailure?
@@ -67,6 +71,7 @@ final class Transfer: @unchecked Sendable {
 
     /// CURLOPT_WRITEFUNCTION: body bytes of the final response, straight to the file.
     func write(_ data: UnsafeRawBufferPointer) -> Int {
+        lastActivity = MonotonicClock.now()
         if let max = spec.maxBodyBytes, received + Int64(data.count) > max {
             writeFailure = TransferFailure(.dataLengthExceedsMaximum, "the response body is larger than \(max) bytes")
             return 0
@@ -101,6 +106,7 @@ final class Transfer: @unchecked Sendable {
     /// into curl's buffer.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard case .segments(let segments) = spec.body else { return 0 }
+        lastActivity = MonotonicClock.now()
         var filled = 0
         while filled < buffer.count && bodySegment < segments.count {
             let segment = segments[bodySegment]
@@ -152,6 +158,7 @@ final class Transfer: @unchecked Sendable {
 
     /// CURLOPT_HEADERFUNCTION: one header line (or status line, or the empty line ending a head).
     func header(_ line: UnsafeRawBufferPointer) -> Int {
+        lastActivity = MonotonicClock.now()
         switch collector.consume(line) {
         case .pending:
             return line.count
@@ -230,6 +237,8 @@ final class Transfer: @unchecked Sendable {
             if let blockedAddress {
                 outcome.failure = TransferFailure(.blockedByPolicy, "connecting to \(blockedAddress) is refused by the network policy",
                                                   curlCode: Int(code.rawValue))
+            } else if idleTimedOut {
+                outcome.failure = TransferFailure(.timedOut, "no data moved for \(spec.idleTimeout) seconds", curlCode: Int(code.rawValue))
             } else if let failure = writeFailure ?? readFailure {
                 outcome.failure = TransferFailure(failure.code, failure.message, curlCode: Int(code.rawValue))
             } else {

@@ -72,6 +72,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("sweep-interval"), help: "How often expired tasks, files and blobs are swept. Env: TRANSFERD_SWEEP_INTERVAL. [10m]")
     var sweepInterval: String?
 
+    @Option(name: .customLong("webhook-retry-schedule"), help: "Delays before each webhook attempt, comma-separated. Env: TRANSFERD_WEBHOOK_RETRY_SCHEDULE. [0,5s,5m,30m,2h,5h,10h,14h,20h,24h]")
+    var webhookRetrySchedule: String?
+
     var rawSettings: RawSettings {
         var raw = RawSettings()
         raw.listen = listen
@@ -94,6 +97,7 @@ struct TransferdCommand: ParsableCommand {
         raw.maxDataBodyBytes = maxDataBodyBytes
         raw.maxBlobBytes = maxBlobBytes
         raw.sweepInterval = sweepInterval
+        raw.webhookRetrySchedule = webhookRetrySchedule
         return raw
     }
 }

@@ -40,6 +40,10 @@ final class TestOrigin: @unchecked Sendable {
                     responder.respond(.text("done"))
                 }
             }
+            t.add("GET", "/stall") { _, responder in
+                // 1,000 bytes, then silence with the connection open.
+                responder.respond(HTTPResponse(status: 200, body: .stream { $0.write([UInt8](repeating: 7, count: 1000)) }))
+            }
             t.add("GET", "/redirect/{n}") { req, responder in
                 let n = Int(req.parameters["n"]!)!
                 let location = n > 1 ? "/redirect/\(n - 1)" : "/bytes/100"

@@ -290,6 +290,22 @@ struct TransferEngineTests {
         origin.server.shutdown()
     }
 
+    @Test func aStallInTheMiddleOfTheBodyTimesOutOnTime() throws {
+        let origin = try TestOrigin()
+        var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/stall"))
+        spec.idleTimeout = 1
+        spec.output = .memory
+        let observer = RecordingObserver()
+        let started = MonotonicClock.now()
+        Self.engine.submit(spec, observer: observer)
+        let outcome = try #require(observer.wait(seconds: 5))
+        let elapsed = Double(MonotonicClock.now() - started) / 1e9
+        #expect(outcome.failure?.code == .timedOut)
+        #expect(outcome.bytesReceived == 1000)
+        #expect(elapsed >= 0.9 && elapsed < 2, "took \(elapsed) s")
+        origin.server.shutdown()
+    }
+
     @Test func connectionRefusedIsCannotConnect() throws {
         let observer = RecordingObserver()
         Self.engine.submit(TransferSpec(label: "t", session: "s1", url: "http://127.0.0.1:1/x"), observer: observer)

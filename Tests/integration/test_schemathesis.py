@@ -15,7 +15,9 @@ server keeps between requests, so that a valid request stays valid:
   - an `Idempotency-Key` reused with another body is rightly 422 `idempotency_key_reused`: the key
     is made unique per body (same body, same key — so replays are still exercised);
   - `?wait=` long-polls up to 600 s on a task that does not complete: it is capped at 0.5 s so
-    the run stays short (the full range is still sent on tasks that do not exist or are done).
+    the run stays short (the full range is still sent on tasks that do not exist or are done);
+  - a body taken from a blob or another task must name one that exists (422 `blob_not_found`,
+    `task_not_found` otherwise): such references name a blob the test stored beforehand.
 """
 
 from __future__ import annotations
@@ -56,12 +58,29 @@ if __name__ == "_schemathesis_hooks":
             else:
                 retry["backoff_initial_s"] = max_value
 
-    @schemathesis.hook
-    def map_case(context, case):
+    def _existing_sources(creation) -> None:
+        """Points a task's blob and task references at the blob the test stored."""
+        blob = os.environ.get("TRANSFERD_SCHEMATHESIS_BLOB")
+        if not blob or not isinstance(creation, dict):
+            return
+        request = creation.get("request")
+        if isinstance(request, dict) and isinstance(request.get("body"), dict):
+            if isinstance(request["body"].get("blob"), str):
+                request["body"]["blob"] = blob
+        upload = creation.get("upload")
+        if isinstance(upload, dict) and (isinstance(upload.get("from_blob"), str) or isinstance(upload.get("from_task"), str)):
+            creation["upload"] = {"from_blob": blob}
+
+    def _adjust(case):
         operation = case.operation.label
         if _is_positive(case):
             if operation == "PUT /v1/sessions/{identifier}" and isinstance(case.body, dict):
                 _fix_backoff(case.body.get("configuration"))
+            if operation == "POST /v1/sessions/{identifier}/tasks":
+                _existing_sources(case.body)
+            if operation == "POST /v1/sessions/{identifier}/tasks:batch" and isinstance(case.body, dict):
+                for creation in case.body.get("tasks") or []:
+                    _existing_sources(creation)
             if operation == "POST /v1/sessions/{identifier}/tasks" and case.headers:
                 key = case.headers.get("Idempotency-Key")
                 if isinstance(key, str) and key:
@@ -77,6 +96,16 @@ if __name__ == "_schemathesis_hooks":
                 case.query["wait"] = 0.5 if not isinstance(case.query["wait"], str) else "0.5"
         return case
 
+    @schemathesis.hook
+    def map_case(context, case):
+        return _adjust(case)
+
+    @schemathesis.hook
+    def before_add_examples(context, examples):
+        # The examples phase does not run `map_case`: the spec's own examples get the same care.
+        for case in examples:
+            _adjust(case)
+
 else:
     import pytest
 
@@ -84,11 +113,12 @@ else:
     from support.transferd import REPO_ROOT, clean_environment
 
     SPEC_PATH = REPO_ROOT / "openapi.yaml"
-    # A fixed seed, and examples per operation in the fuzzing phase (the coverage phase's count
-    # follows from the schema): the whole run takes about a minute and a half on 2 cores. Both can
-    # be raised for a deeper exploration, e.g. TRANSFERD_SCHEMATHESIS_MAX_EXAMPLES=200.
+    # A fixed seed, and examples per operation in the fuzzing and stateful phases (the coverage
+    # phase's count follows from the schema): the whole run takes about a minute and a half on 2
+    # cores. Both can be changed for a deeper exploration, e.g.
+    # TRANSFERD_SCHEMATHESIS_MAX_EXAMPLES=300 TRANSFERD_SCHEMATHESIS_SEED=2 (about 6 minutes).
     SEED = int(os.environ.get("TRANSFERD_SCHEMATHESIS_SEED", "1"))
-    MAX_EXAMPLES = int(os.environ.get("TRANSFERD_SCHEMATHESIS_MAX_EXAMPLES", "10"))
+    MAX_EXAMPLES = int(os.environ.get("TRANSFERD_SCHEMATHESIS_MAX_EXAMPLES", "25"))
     LOOPBACK_ONLY = "allow=127.0.0.0/8,::1/128;deny=0.0.0.0/0,::/0"
     # Example values of openapi.yaml that the run seeds, so that examples reach real resources.
     EXAMPLE_SESSION = "com.example.app.downloads"
@@ -104,9 +134,10 @@ else:
             return [str(candidate)]
         pytest.fail("schemathesis is not installed: run scripts/install-deps.sh test", pytrace=False)
 
-    def seed(td, origin: Origin) -> None:
+    def seed(td, origin: Origin) -> str:
         """The session and task the spec's examples name, plus a finished data task, so that the
-        examples phase reaches a real session, task, file and body."""
+        examples phase reaches a real session, task, file and body; and a blob for upload tasks
+        (its id is returned)."""
         response = td.put(f"/v1/sessions/{EXAMPLE_SESSION}", json={"mode": "default"})
         assert response.status_code == 201, response.text
         tasks = [
@@ -117,15 +148,18 @@ else:
         ]
         response = td.post(f"/v1/sessions/{EXAMPLE_SESSION}/tasks:batch", json={"tasks": tasks})
         assert response.status_code == 201, response.text
-        for task in ("report-2026-11", "seed-data"):
+        for task in (EXAMPLE_TASK, "seed-data"):
             done = td.get(f"/v1/sessions/{EXAMPLE_SESSION}/tasks/{task}?wait=10").json()
             assert done["state"] == "completed" and done["error"] is None, done
+        response = td.post("/v1/blobs", data=b"schemathesis\n" * 100)
+        assert response.status_code == 201, response.text
+        return response.json()["id"]
 
     def test_schemathesis_finds_no_failures(start_transferd, api_token, tmp_path):
         command = schemathesis_command()
         with Origin() as origin:
             td = start_transferd("--network-policy", LOOPBACK_ONLY, api_token=api_token)
-            seed(td, origin)
+            blob = seed(td, origin)
             argv = command + [
                 "run", str(SPEC_PATH),
                 "--url", td.base_url,
@@ -133,12 +167,16 @@ else:
                 "--checks", "all",
                 "--seed", str(SEED),
                 "--max-examples", str(MAX_EXAMPLES),
+                # One worker: generation is CPU-bound under the GIL anyway, and concurrent
+                # `ast.parse` calls in Hypothesis can crash CPython 3.11 ("AST constructor
+                # recursion depth mismatch"), seen here with 2 workers.
                 "--workers", "1",
                 "--request-timeout", "30",
                 "--generation-database", "none",
                 "--no-color",
             ]
-            env = clean_environment({"SCHEMATHESIS_HOOKS": str(Path(__file__).resolve())})
+            env = clean_environment({"SCHEMATHESIS_HOOKS": str(Path(__file__).resolve()),
+                                     "TRANSFERD_SCHEMATHESIS_BLOB": blob})
             started = time.monotonic()
             # cwd: schemathesis keeps a crash cache and reports in the working directory.
             result = subprocess.run(argv, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,

@@ -4,15 +4,13 @@ and the identifier becoming free again, and the task counts a session reports.""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 
-from support.api import (assert_problem, assert_success, assert_task_error, create_session,
-                         create_task, download, get_session, get_task, post_task, put_session,
-                         run_task, session_path, unique, wait_for, wait_progress)
-from support.origin import Origin
+from support.api import (assert_problem, assert_success, create_session, create_task, download,
+                         get_session, post_task, put_session, run_task, session_path, unique,
+                         wait_for, wait_progress)
 from support.transferd import read_response
 
 # MARK: create and re-attach
@@ -215,6 +213,18 @@ def test_session_counts_tasks_by_state(transferd, origin):
 # MARK: invalidation
 
 
+def settle_invalidation(td, sid: str, timeout: float = 15) -> None:
+    """Waits for the session to be invalidated (its journal ends with `session.invalidated`), then
+    acknowledges its events, after which it is gone."""
+    wait_for(lambda: td.get(session_path(sid)).json().get("state") == "invalidated", timeout=timeout,
+             message="the session to be invalidated")
+    events = td.get(session_path(sid) + "/events?after=0&limit=1000").json()["events"]
+    assert events[-1]["type"] == "session.invalidated", [e["type"] for e in events]
+    assert td.post(session_path(sid) + "/events/ack", json={"through": events[-1]["seq"]}).status_code == 200
+    wait_for(lambda: td.get(session_path(sid)).status_code == 404, timeout=5,
+             message="the session to be gone once its events were acknowledged")
+
+
 def test_delete_finish_lets_running_tasks_finish_then_frees_identifier(transferd, origin):
     sid = create_session(transferd, mode="background")
     size = 300_000
@@ -223,9 +233,9 @@ def test_delete_finish_lets_running_tasks_finish_then_frees_identifier(transferd
     response = transferd.delete(session_path(sid) + "?mode=finish")
     assert response.status_code == 202, response.text
     assert_problem(post_task(transferd, sid, download(origin.url("/bytes/10"))), 409, "session_invalidated")
-    # The running task is not cancelled: it runs to the end, then the session goes away.
-    wait_for(lambda: transferd.get(session_path(sid)).status_code == 404, timeout=15,
-             message="the session to be gone after its last task finished")
+    # The running task is not cancelled: it runs to the end, then the session is invalidated, and
+    # goes away once its events are acknowledged.
+    settle_invalidation(transferd, sid)
     assert origin.bytes_served("/bytes/") == size
     assert len(origin.requests) == 1  # the refused task never reached the origin
     # Its files go with it.
@@ -243,7 +253,7 @@ def test_delete_default_mode_is_finish(transferd, origin):
     slow = create_task(transferd, sid, download(origin.url("/bytes/200000?rate=400000")))
     wait_progress(transferd, sid, slow["id"], 1)
     assert transferd.delete(session_path(sid)).status_code == 202
-    wait_for(lambda: transferd.get(session_path(sid)).status_code == 404, timeout=15)
+    settle_invalidation(transferd, sid)
     assert origin.bytes_served("/bytes/") == 200000
 
 
@@ -256,12 +266,8 @@ def test_delete_cancel_cancels_running_tasks(transferd, origin):
     started = time.monotonic()
     response = transferd.delete(session_path(sid) + "?mode=cancel")
     assert response.status_code == 202, response.text
-    # Cancelling may complete the invalidation at once (404 then); until it has, 409.
-    refused = post_task(transferd, sid, download(origin.url("/bytes/10")))
-    assert_problem(refused, refused.status_code, "session_invalidated" if refused.status_code == 409 else None)
-    assert refused.status_code in (404, 409), refused.text
-    wait_for(lambda: transferd.get(session_path(sid)).status_code == 404, timeout=10,
-             message="the session to be gone after cancelling its tasks")
+    assert_problem(post_task(transferd, sid, download(origin.url("/bytes/10"))), 409, "session_invalidated")
+    settle_invalidation(transferd, sid, timeout=10)
     assert time.monotonic() - started < 10
     wait_for(lambda: origin.active_connections == 0, timeout=5, message="the origin connection to close")
     assert origin.bytes_served("/bytes/") < size  # the transfer was stopped, not finished
@@ -274,8 +280,19 @@ def test_invalidating_an_idle_session_frees_it_at_once(transferd, origin):
     sid = create_session(transferd)
     run_task(transferd, sid, download(origin.url("/bytes/10")))
     assert transferd.delete(session_path(sid) + "?mode=cancel").status_code == 202
-    wait_for(lambda: transferd.get(session_path(sid)).status_code == 404, timeout=5)
+    settle_invalidation(transferd, sid, timeout=5)
     assert put_session(transferd, sid, "ephemeral").status_code == 201
+
+
+def test_an_invalidated_session_identifier_can_be_used_at_once(transferd, origin):
+    """PUT on an invalidated (not yet acknowledged) session replaces it with a new one."""
+    sid = create_session(transferd, mode="background")
+    run_task(transferd, sid, download(origin.url("/bytes/10")))
+    assert transferd.delete(session_path(sid)).status_code == 202
+    wait_for(lambda: transferd.get(session_path(sid)).json().get("state") == "invalidated", timeout=5)
+    again = put_session(transferd, sid, "default")
+    assert again.status_code == 201, again.text
+    assert again.json()["tasks"]["total"] == 0 and again.json()["pending_events"] == 0
 
 
 def test_delete_session_bad_mode_and_unknown_session(transferd):

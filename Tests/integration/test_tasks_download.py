@@ -6,14 +6,13 @@ statuses, broken responses, and a large file."""
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import pytest
 
 from support.api import (assert_problem, assert_success, assert_task_error, create_session,
-                         create_task, data, download, fetch_sha256, file_sha256, get_task,
-                         post_task, run_task, task_path, wait_task)
+                         create_task, data, download, fetch_sha256, file_sha256, post_task,
+                         run_task, task_path, wait_task)
 from support.origin import Origin
 
 MiB = 1 << 20
@@ -113,11 +112,6 @@ def test_file_get_head_and_ranges(transferd, origin):
         assert unsatisfiable.headers["Content-Range"] == f"bytes */{size}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "server bug: …/file and …/body are served with record.response.mime_type (ResponseHead.mimeType: "
-    "lower-cased, parameters dropped) instead of the origin's Content-Type, so a charset is lost "
-    "(origin 'Text/Plain; charset=ISO-8859-1' → served 'text/plain'); "
-    "Sources/TransferService/API/TaskContentRoutes.swift"))
 @pytest.mark.parametrize("kind", ["download", "data"])
 def test_served_content_type_keeps_the_origins_parameters(transferd, origin, kind):
     sid = create_session(transferd)

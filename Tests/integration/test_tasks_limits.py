@@ -170,16 +170,7 @@ def test_begin_at_with_a_zone_offset(transferd, origin):
     assert_success(wait_task(transferd, sid, task["id"], timeout=10))
 
 
-IDLE_TIMEOUT_BUG = (
-    "server bug: the idle timeout is CURLOPT_LOW_SPEED_LIMIT=1/LOW_SPEED_TIME (EasyConfigurator.swift), "
-    "and curl measures speed as an average over its last ~5 s, so once any body byte has arrived a stall "
-    "is only noticed after timeout_request_s + ~6 s (1 s → 7 s, 2 s → 8 s, 4 s → 10 s), not after timeout_request_s")
-
-
-@pytest.mark.parametrize("stall_after", [
-    0,
-    pytest.param(1000, marks=pytest.mark.xfail(strict=True, reason=IDLE_TIMEOUT_BUG)),
-])
+@pytest.mark.parametrize("stall_after", [0, 1000])
 def test_idle_timeout_on_stalled_origin(transferd, origin, stall_after):
     """`timeout_request_s`: no bytes moved for this long ⇒ `timed_out` (PRODUCT.md), whether the
     origin stalls before the first body byte or in the middle of the body."""

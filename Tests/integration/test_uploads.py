@@ -110,6 +110,10 @@ def test_blob_larger_than_the_limit_is_413(start_transferd, api_token):
     assert_problem(td.post("/v1/blobs", data=b"x" * 2000), 413, "content_too_large")
     # Chunked, so the size is only known as it arrives.
     assert_problem(td.post("/v1/blobs", data=iter([b"x" * 600, b"x" * 600])), 413, "content_too_large")
+    # The partial file is removed once the hasher has let go of it.
+    deadline = time.monotonic() + 5
+    while list((td.data_dir / "blobs").iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert list((td.data_dir / "blobs").iterdir()) == []
 
 
@@ -183,7 +187,11 @@ def test_inline_bodies_text_and_base64_small_and_large(td, origin):
         task = create_task(td, sid, {"kind": "upload", "request": {"url": origin.url("/upload"), "body": body}})
         assert_success(wait_task(td, sid, task["id"]))
         assert last_upload(origin).sha256 == hashlib.sha256(expected).hexdigest()
-    # The large body was spooled to a blob of the task's own, removed once the task completed.
+    # The large body was spooled to a blob of the task's own, removed once the task completed (the
+    # file goes just after the completion is committed).
+    deadline = time.monotonic() + 5
+    while list((td.data_dir / "blobs").glob("b_*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert list((td.data_dir / "blobs").glob("b_*")) == []
 
 

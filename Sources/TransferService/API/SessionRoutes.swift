@@ -17,11 +17,25 @@ struct SessionRoutes {
                 }
                 let configJSON = body.raw("configuration") ?? .object([])
                 let configuration = try SessionConfiguration.parse(configJSON)
+                var delegate: Delegate?? = nil
+                var generated = false
+                if case .some(let value) = body.nullableRaw("delegate") {
+                    if let value, let parsed = try Delegate.parse(value) {
+                        delegate = .some(parsed.0)
+                        generated = parsed.generated
+                    } else {
+                        delegate = .some(nil)
+                    }
+                }
                 try body.finish()
-                coordinator.putSession(identifier, mode: mode, configuration: configuration, configurationJSON: configJSON) { result in
+                let put = TaskCoordinator.SessionRequest(mode: mode, configuration: configuration, configurationJSON: configJSON,
+                                                         delegate: delegate, delegateSecretGenerated: generated)
+                coordinator.putSession(identifier, put) { result in
                     switch result {
-                    case .success(let (session, created)):
-                        responder.respond(RouteSupport.json(created ? 201 : 200) { SessionRoutes.encode(session, into: &$0) })
+                    case .success(let (session, created, secret)):
+                        responder.respond(RouteSupport.json(created ? 201 : 200) {
+                            SessionRoutes.encode(session, into: &$0, revealingSecret: secret)
+                        })
                     case .failure(let error):
                         responder.respond(error.response)
                     }
@@ -79,13 +93,19 @@ struct SessionRoutes {
         }
     }
 
-    static func encode(_ session: SessionState, into json: inout JSONWriter) {
+    /// The session object; `revealingSecret` adds the delegate secret transferd generated, which is
+    /// shown in that one reply and never again.
+    static func encode(_ session: SessionState, into json: inout JSONWriter, revealingSecret secret: String? = nil) {
         session.locked {
             json.beginObject()
             json.key("identifier"); json.string(session.identifier)
             json.key("mode"); json.string(session.mode.rawValue)
             json.key("state"); json.string(session.lifecycle.rawValue)
             json.key("configuration"); session.configuration.encode(into: &json, mode: session.mode)
+            json.key("delegate")
+            if let delegate = session.delegate { delegate.encode(into: &json, secret: secret) } else { json.null() }
+            json.key("pending_events"); json.int(session.pendingEvents)
+            json.key("acked_through"); json.int(session.ackedThrough)
             json.key("created_at"); json.string(session.createdAt.rfc3339)
             json.key("tasks"); json.beginObject()
             var total = 0

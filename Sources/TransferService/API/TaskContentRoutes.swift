@@ -18,7 +18,7 @@ struct TaskContentRoutes {
                 guard record.isCompleted, record.error == nil else {
                     throw APIError(409, "body_not_available", "task \(id) has no response body (it is \(record.state.rawValue)\(record.error.map { ", \($0.code.rawValue)" } ?? ""))")
                 }
-                let contentType = record.response?.mimeType ?? "application/octet-stream"
+                let contentType = TaskContentRoutes.contentType(record)
                 if let memory = session.locked({ session.tasks[id]?.memoryBody }) {
                     responder.respond(HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", contentType)]), body: .bytes(memory)))
                     return
@@ -38,7 +38,7 @@ struct TaskContentRoutes {
                 guard let result = record.result else {
                     throw APIError(409, "file_not_available", "task \(id) has no file (it is \(record.state.rawValue)\(record.error.map { ", \($0.code.rawValue)" } ?? ""))")
                 }
-                let contentType = record.response?.mimeType ?? "application/octet-stream"
+                let contentType = TaskContentRoutes.contentType(record)
                 responder.respond(try TaskContentRoutes.serve(path: result.location, contentType: contentType, request: request) {
                     // A client's destination is reopened beneath its allowed root, so a file
                     // swapped for a symlink since is not followed out of it.
@@ -47,6 +47,11 @@ struct TaskContentRoutes {
                 })
             }
         }
+    }
+
+    /// The origin's Content-Type as it sent it (parameters such as charset included).
+    static func contentType(_ record: TaskRecord) -> String {
+        record.response?.headers.last { $0.name.lowercased() == "content-type" }?.value ?? "application/octet-stream"
     }
 
     /// A whole file or one range of it.

@@ -24,6 +24,7 @@ public struct RawSettings: Sendable {
     public var maxDataBodyBytes: String?
     public var maxBlobBytes: String?
     public var sweepInterval: String?
+    public var webhookRetrySchedule: String?
 
     public init() {}
 }
@@ -106,6 +107,13 @@ public enum ConfigurationResolver {
             apiTokens: tokens, allowedPaths: allowed, networkPolicy: policy.value, retention: retention,
             logLevel: level, http: http)
         configuration.maxDataBodyBytes = Int64(maxDataBody)
+        if let schedule = pick(raw.webhookRetrySchedule, "--webhook-retry-schedule", "TRANSFERD_WEBHOOK_RETRY_SCHEDULE") {
+            let delays = schedule.value.split(separator: ",").map { parseDuration(String($0).trimmingCharacters()) }
+            guard !delays.isEmpty, delays.count <= 100, delays.allSatisfy({ $0 != nil }) else {
+                throw ConfigurationError("invalid \(schedule.name) '\(schedule.value)': expected delays such as 0,5s,5m,30m")
+            }
+            configuration.webhookSchedule = delays.map { $0! }
+        }
         configuration.sweepInterval = try seconds(pick(raw.sweepInterval, "--sweep-interval", "TRANSFERD_SWEEP_INTERVAL"), 600)
         configuration.maxBlobBytes = Int64(try integer(pick(raw.maxBlobBytes, "--max-blob-bytes", "TRANSFERD_MAX_BLOB_BYTES"),
                                                        64 << 30, 1...(1 << 50)))

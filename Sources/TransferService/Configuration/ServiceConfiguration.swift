@@ -17,6 +17,8 @@ public struct ServiceConfiguration: Sendable {
     public var http: HTTPLimits
     /// Largest response body a data task keeps (larger fails with data_length_exceeds_maximum).
     public var maxDataBodyBytes: Int64 = 64 << 20
+    /// Delays before each webhook attempt (PRODUCT.md's schedule unless shortened for tests).
+    public var webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
     /// How often expired things are swept.
     public var sweepInterval: Double = 600
     /// Largest blob `POST /v1/blobs` accepts (413 beyond).

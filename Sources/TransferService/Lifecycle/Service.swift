@@ -40,10 +40,12 @@ public final class Service: Sendable {
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
                                       engine: engine, layout: layout,
                                       allowedRoots: try AllowedRoots(paths: configuration.allowedPaths),
-                                      limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes),
+                                      limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes,
+                                                                     webhookSchedule: configuration.webhookSchedule),
                                       logger: logger)
         try coordinator.recover()
         coordinator.startProgressFlushing()
+        coordinator.startProgressEvents()
         RetentionSweeper(coordinator: coordinator, retention: configuration.retention,
                          interval: configuration.sweepInterval).start()
 
@@ -63,6 +65,7 @@ public final class Service: Sendable {
             TaskContentRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
             StatsRoute(coordinator: coordinator, rates: rates).register(in: &table, guard: auth.check)
             BlobRoutes(coordinator: coordinator, maxBlobBytes: configuration.maxBlobBytes).register(in: &table, guard: auth.check)
+            EventRoutes(coordinator: coordinator, heartbeat: 15).register(in: &table, guard: auth.check)
         }
         server = try HTTPServer(configuration: configuration.serverConfiguration(loops: cores),
                                 router: router, logger: logger)

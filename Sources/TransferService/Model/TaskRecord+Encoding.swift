@@ -45,8 +45,8 @@ extension TaskRecord {
         json.key("begin_at"); json.optionalString(beginAt?.rfc3339)
         json.key("current_url"); json.optionalString(currentURL)
         json.key("response")
-        if let response { encode(response, into: &json) } else { json.null() }
-        json.key("progress"); encode(progress, into: &json)
+        if let response { response.encode(into: &json) } else { json.null() }
+        json.key("progress"); encodeProgress(into: &json)
         json.key("result")
         if let result {
             json.beginObject()
@@ -110,17 +110,8 @@ extension TaskRecord {
         json.endObject()
     }
 
-    private func encode(_ response: TaskResponse, into json: inout JSONWriter) {
-        json.beginObject()
-        json.key("status"); json.int(response.status)
-        json.key("headers"); TaskRecord.encodeHeaders(response.headers, into: &json)
-        json.key("mime_type"); json.optionalString(response.mimeType)
-        json.key("expected_content_length"); if let n = response.expectedContentLength { json.int(n) } else { json.null() }
-        json.key("suggested_filename"); json.optionalString(response.suggestedFilename)
-        json.endObject()
-    }
-
-    private func encode(_ progress: TaskProgress, into json: inout JSONWriter) {
+    /// The `progress` member, also the data of `task.progress`.
+    func encodeProgress(into json: inout JSONWriter) {
         json.beginObject()
         json.key("bytes_received"); json.int(progress.bytesReceived)
         json.key("bytes_expected_to_receive"); json.int(progress.bytesExpectedToReceive)
@@ -152,5 +143,24 @@ extension TaskRecord {
         var json = JSONWriter(capacity: 1024)
         encode(into: &json)
         return json.bytes
+    }
+}
+
+extension TaskResponse {
+    func jsonBytes() -> [UInt8] {
+        var json = JSONWriter()
+        encode(into: &json)
+        return json.bytes
+    }
+
+    /// The `response` member of a task, also the data of `task.response_received`.
+    func encode(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("status"); json.int(status)
+        json.key("headers"); TaskRecord.encodeHeaders(headers, into: &json)
+        json.key("mime_type"); json.optionalString(mimeType)
+        json.key("expected_content_length"); if let n = expectedContentLength { json.int(n) } else { json.null() }
+        json.key("suggested_filename"); json.optionalString(suggestedFilename)
+        json.endObject()
     }
 }

@@ -47,5 +47,36 @@ enum Schema {
         ) STRICT, WITHOUT ROWID;
         CREATE INDEX blobs_by_age ON blobs(created_at) WHERE owner IS NULL;
         """),
+        Migration(3, """
+        -- The event journal: per session, in seq order, written in the same transaction as the
+        -- change that caused each event. `acked_through` is what the client acknowledged (or the
+        -- delegate received); `delivered_through` is how far webhook delivery has got.
+        CREATE TABLE events (
+            session TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            task TEXT,
+            at INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (session, seq)
+        ) STRICT, WITHOUT ROWID;
+        CREATE UNIQUE INDEX events_by_id ON events(id);
+        ALTER TABLE sessions ADD COLUMN acked_through INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE sessions ADD COLUMN delivered_through INTEGER NOT NULL DEFAULT 0;
+
+        -- Every webhook attempt, for GET …/deliveries.
+        CREATE TABLE deliveries (
+            session TEXT NOT NULL,
+            event TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
+            at INTEGER NOT NULL,
+            status INTEGER,
+            error TEXT,
+            next_attempt_at INTEGER
+        ) STRICT;
+        CREATE INDEX deliveries_by_session ON deliveries(session, at);
+        """),
     ]
 }

@@ -33,6 +33,7 @@ final class TaskStore: Sendable {
     /// files the caller removes once this committed.
     @discardableResult
     static func deleteSession(_ identifier: String, _ db: Database) throws -> [String] {
+        try EventStore.deleteSessionEvents(identifier, db)
         let prefix = identifier + "/"
         let owned = try db.statement("SELECT id FROM blobs WHERE substr(owner, 1, ?) = ?")
         try owned.bind(.int(prefix.utf8.count), .text(prefix))
@@ -67,6 +68,14 @@ final class TaskStore: Sendable {
             .run()
     }
 
+    /// Like `updateTask`, but never over a row that already says completed (a late report from a
+    /// transfer must not undo its completion).
+    static func updateTaskIfUnfinished(_ task: TaskRecord, _ db: Database) throws {
+        try db.statement("UPDATE tasks SET doc = ? WHERE session = ? AND id = ? AND state != 'completed'")
+            .bind(.text(document(task)), .text(task.session), .text(task.id))
+            .run()
+    }
+
     static func deleteTask(session: String, id: String, _ db: Database) throws {
         try db.statement("DELETE FROM tasks WHERE session = ? AND id = ?").bind(.text(session), .text(id)).run()
     }
@@ -83,14 +92,22 @@ final class TaskStore: Sendable {
 
     func loadSessions() throws -> [StoredSession] {
         try reader.read { db in
-            let s = try db.statement("SELECT identifier, mode, configuration, delegate, lifecycle, invalidate_mode, created_at FROM sessions")
+            let s = try db.statement("""
+                SELECT identifier, mode, configuration, delegate, lifecycle, invalidate_mode, created_at, acked_through,
+                       delivered_through FROM sessions
+                """)
             defer { s.reset() }
             var result: [StoredSession] = []
             while try s.step() {
-                result.append(StoredSession(identifier: s.text(0)!, mode: s.text(1)!, configuration: s.text(2)!,
-                                            delegate: s.text(3), lifecycle: s.text(4)!, invalidateMode: s.text(5),
-                                            createdAt: s.int64(6)))
+                var row = StoredSession(identifier: s.text(0)!, mode: s.text(1)!, configuration: s.text(2)!,
+                                        delegate: s.text(3), lifecycle: s.text(4)!, invalidateMode: s.text(5),
+                                        createdAt: s.int64(6))
+                row.ackedThrough = s.int64(7)
+                row.deliveredThrough = s.int64(8)
+                result.append(row)
             }
+            let lastSeqs = try EventStore.lastSeqs(db)
+            for i in result.indices { result[i].lastEventSeq = lastSeqs[result[i].identifier] ?? 0 }
             return result
         }
     }
@@ -174,4 +191,8 @@ struct StoredSession: Sendable {
     var lifecycle: String
     var invalidateMode: String?
     var createdAt: Int64
+    /// Read back only (written by their own statements).
+    var ackedThrough: Int64 = 0
+    var deliveredThrough: Int64 = 0
+    var lastEventSeq: Int64 = 0
 }

@@ -14,12 +14,34 @@ final class SessionState: @unchecked Sendable {
     var configurationJSON: JSONValue
     var lifecycle: SessionLifecycle = .active
     var invalidateMode: InvalidateMode?
+    /// When it became invalidated (at start, for one invalidated before): the retention period
+    /// counts from here.
+    var invalidatedAt: Timestamp?
     var tasks: [String: TaskEntry] = [:]
     /// Ids and idempotency keys of tasks being created, not yet committed.
     var reservedIDs: Set<String> = []
     var reservedKeys: Set<String> = []
     var counts: [TaskState: Int] = [:]
     var nextSequence: Int64 = 1
+
+    // Events (guarded by the lock).
+    var delegate: Delegate?
+    var nextEventSeq: Int64 = 1
+    /// The client acknowledged, or the delegate received, every event up to here.
+    var ackedThrough: Int64 = 0
+    var deliveredThrough: Int64 = 0
+    /// An ephemeral session's journal (nothing of it goes to disk); trimmed as events are acknowledged.
+    var memoryJournal: [Event] = []
+    /// Listeners to committed events (not guarded: it locks itself).
+    let feed = EventFeed()
+    /// Pushes events to the delegate while there is an enabled one.
+    var channel: DelegateChannel?
+
+    /// Events journaled and not yet acknowledged (lock held).
+    var pendingEvents: Int { Int(max(0, nextEventSeq - 1 - ackedThrough)) }
+
+    /// Tasks that keep the session busy: running or being cancelled (lock held).
+    var busyCount: Int { (counts[.running] ?? 0) + (counts[.canceling] ?? 0) }
 
     enum InvalidateMode: String, Sendable { case finish, cancel }
 

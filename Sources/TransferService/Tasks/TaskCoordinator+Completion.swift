@@ -1,4 +1,5 @@
 import Glibc
+import HTTPServer
 import Store
 import TransferEngine
 
@@ -92,9 +93,32 @@ extension TaskCoordinator {
         // A spooled body is needed no more once its task completed.
         let completed = done
         let ownedBlob = TaskCoordinator.ownedBlob(of: completed)
-        commit(completed, of: entry, in: session, also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
+        commit(completed, of: entry, in: session, events: completionEvents(completed, entry: entry, in: session),
+               also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
             removeOwnedBlobFile(of: completed)
         })
+    }
+
+    /// `task.finished_downloading` (a download that succeeded), `task.completed` (with the task),
+    /// and `session.all_tasks_finished` when this was the last task keeping the session busy.
+    private func completionEvents(_ record: TaskRecord, entry: TaskEntry, in session: SessionState) -> [EventDraft] {
+        var events: [EventDraft] = []
+        if let result = record.result, record.error == nil {
+            var json = JSONWriter()
+            json.beginObject()
+            json.key("location"); json.string(result.location)
+            json.key("size"); json.int(result.size)
+            json.key("sha256"); json.string(result.sha256)
+            json.endObject()
+            events.append(EventDraft(.taskFinishedDownloading, task: record.id, data: json.bytes))
+        }
+        events.append(.about(record, .taskCompleted))
+        let lastBusy = session.locked {
+            let wasBusy = entry.record.state == .running || entry.record.state == .canceling
+            return wasBusy && session.busyCount == 1
+        }
+        if lastBusy { events.append(EventDraft(.sessionAllTasksFinished, task: nil)) }
+        return events
     }
 
     /// Folds what the attempt learned into the task: response, progress, metrics.

@@ -104,7 +104,7 @@ extension TaskCoordinator {
                         completion: @escaping @Sendable (Result<CreationOutcome, APIError>) -> Void)
     {
         let identifier = session.identifier
-        persist(session, { db in
+        persist(session, events: records.map { EventDraft.about($0, .taskCreated) }, { db in
             for record in records {
                 if let existing = try TaskStore.existing(session: identifier, id: record.id, idempotencyKey: record.idempotencyKey, db) {
                     throw DuplicateTask(existing: existing)

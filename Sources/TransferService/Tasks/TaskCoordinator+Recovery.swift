@@ -19,6 +19,11 @@ extension TaskCoordinator {
                                        configurationJSON: json, createdAt: Timestamp(milliseconds: row.createdAt))
             session.lifecycle = SessionLifecycle(rawValue: row.lifecycle) ?? .active
             session.invalidateMode = row.invalidateMode.flatMap(SessionState.InvalidateMode.init(rawValue:))
+            session.delegate = row.delegate.flatMap(Delegate.init(stored:))
+            if session.lifecycle == .invalidated { session.invalidatedAt = Timestamp.now() }
+            session.nextEventSeq = row.lastEventSeq + 1
+            session.ackedThrough = row.ackedThrough
+            session.deliveredThrough = row.deliveredThrough
             if let summary = summaries[row.identifier] {
                 session.counts = summary.counts
                 session.nextSequence = summary.maxSequence + 1
@@ -48,7 +53,12 @@ extension TaskCoordinator {
             complete(entry, in: session, error: error)
         }
         for (entry, session) in toStart { startTransfer(entry, in: session) }
-        for session in registry.all { checkInvalidation(session) }
+        for session in registry.all {
+            checkInvalidation(session)
+            removeIfSettled(session)
+            // Deliveries that were due continue: the channel starts from what was delivered.
+            updateDelegateChannel(session)
+        }
         sweepOrphanDirectories()
     }
 

@@ -5,54 +5,93 @@ import Store
 import TransferEngine
 
 extension TaskCoordinator {
+    /// What a session PUT asks for.
+    struct SessionRequest: Sendable {
+        var mode: SessionMode
+        var configuration: SessionConfiguration
+        var configurationJSON: JSONValue
+        /// nil: keep what the session has; `.some(nil)`: remove it; `.some(d)`: set it.
+        var delegate: Delegate??
+        /// The request named no secret (one is kept or generated).
+        var delegateSecretGenerated: Bool
+    }
+
     /// `PUT /v1/sessions/{identifier}`: creates (`created` true) or re-attaches. Re-attaching with
-    /// another mode is a conflict; a new configuration replaces the old one.
-    func putSession(_ identifier: String, mode: SessionMode, configuration: SessionConfiguration,
-                    configurationJSON: JSONValue,
-                    completion: @escaping @Sendable (Result<(SessionState, Bool), APIError>) -> Void)
+    /// another mode is a conflict; a new configuration replaces the old one. An invalidated
+    /// session's identifier is free: the old session goes, a new one is created. A generated
+    /// delegate secret is returned (once).
+    func putSession(_ identifier: String, _ request: SessionRequest,
+                    completion: @escaping @Sendable (Result<(SessionState, created: Bool, secret: String?), APIError>) -> Void)
     {
         if let existing = registry.session(identifier) {
-            guard existing.mode == mode else {
-                return completion(.failure(APIError(409, "mode_conflict",
-                    "session \(identifier) exists with mode \(existing.mode.rawValue); it cannot be re-attached as \(mode.rawValue)")))
+            let lifecycle = existing.locked { existing.lifecycle }
+            if lifecycle == .invalidated {
+                return remove(existing) { [self] in putSession(identifier, request, completion: completion) }
             }
-            guard existing.locked({ existing.lifecycle == .active }) else {
+            guard existing.mode == request.mode else {
+                return completion(.failure(APIError(409, "mode_conflict",
+                    "session \(identifier) exists with mode \(existing.mode.rawValue); it cannot be re-attached as \(request.mode.rawValue)")))
+            }
+            guard lifecycle == .active else {
                 return completion(.failure(APIError(409, "session_invalidated", "session \(identifier) is being invalidated")))
             }
-            let row = existing.locked { () -> StoredSession in
-                existing.configuration = configuration
-                existing.configurationJSON = configurationJSON
-                return storedRow(existing)
+            let (row, secret) = existing.locked { () -> (StoredSession, String?) in
+                existing.configuration = request.configuration
+                existing.configurationJSON = request.configurationJSON
+                let secret = TaskCoordinator.apply(request, to: existing)
+                return (storedRow(existing), secret)
             }
-            engine.configure(session: identifier, limits: configuration.sessionLimits)
-            persist(existing, { try TaskStore.insertSession(row, $0) }) { result in
+            engine.configure(session: identifier, limits: request.configuration.sessionLimits)
+            persist(existing, { try TaskStore.insertSession(row, $0) }) { [self] result in
                 switch result {
-                case .success: completion(.success((existing, false)))
+                case .success:
+                    updateDelegateChannel(existing)
+                    completion(.success((existing, false, secret)))
                 case .failure(let error): completion(.failure(APIError.storeFailure(error)))
                 }
             }
             return
         }
-        let session = SessionState(identifier: identifier, mode: mode, configuration: configuration,
-                                   configurationJSON: configurationJSON, createdAt: Timestamp.now())
+        let session = SessionState(identifier: identifier, mode: request.mode, configuration: request.configuration,
+                                   configurationJSON: request.configurationJSON, createdAt: Timestamp.now())
+        let secret = TaskCoordinator.apply(request, to: session)
         let row = storedRow(session)
         persist(session, { try TaskStore.insertSession(row, $0) }) { [self] result in
             switch result {
             case .success:
-                engine.configure(session: identifier, limits: configuration.sessionLimits)
+                engine.configure(session: identifier, limits: request.configuration.sessionLimits)
                 registry.insert(session)
-                completion(.success((session, true)))
+                updateDelegateChannel(session)
+                completion(.success((session, true, secret)))
             case .failure(let error):
                 completion(.failure(APIError.storeFailure(error)))
             }
         }
     }
 
+    /// Sets the session's delegate as the request says (lock held). A re-attach that names the
+    /// same delegate without a secret keeps the secret it has; otherwise a generated one is
+    /// returned, to be shown once.
+    private static func apply(_ request: SessionRequest, to session: SessionState) -> String? {
+        guard case .some(let wanted) = request.delegate else { return nil }
+        guard var delegate = wanted else {
+            session.delegate = nil
+            return nil
+        }
+        if request.delegateSecretGenerated, let current = session.delegate {
+            delegate.secret = current.secret
+            session.delegate = delegate
+            return nil
+        }
+        session.delegate = delegate
+        return request.delegateSecretGenerated ? delegate.secret : nil
+    }
+
     func storedRow(_ session: SessionState) -> StoredSession {
         var json = JSONWriter()
         json.value(session.configurationJSON)
         return StoredSession(identifier: session.identifier, mode: session.mode.rawValue,
-                             configuration: String(decoding: json.bytes, as: UTF8.self), delegate: nil,
+                             configuration: String(decoding: json.bytes, as: UTF8.self), delegate: session.delegate?.stored,
                              lifecycle: session.lifecycle.rawValue, invalidateMode: session.invalidateMode?.rawValue,
                              createdAt: session.createdAt.milliseconds)
     }
@@ -83,17 +122,36 @@ extension TaskCoordinator {
         }
     }
 
-    /// Once an invalidating session has no unfinished task, it is gone: its rows, its files, its
-    /// engine state. The identifier is free again.
+    /// Once an invalidating session has no unfinished task, it is invalidated: `session.invalidated`
+    /// is journaled and it takes nothing new. It stays (readable, its events deliverable) until its
+    /// identifier is used again or its events are all acknowledged.
     func checkInvalidation(_ session: SessionState) {
-        let done = session.locked { () -> Bool in
-            guard session.lifecycle == .invalidating, session.unfinishedCount == 0, session.reservedIDs.isEmpty else { return false }
+        let row: StoredSession? = session.locked {
+            guard session.lifecycle == .invalidating, session.unfinishedCount == 0, session.reservedIDs.isEmpty else { return nil }
             session.lifecycle = .invalidated
-            return true
+            session.invalidatedAt = Timestamp.now()
+            return storedRow(session)
         }
-        guard done else { return }
+        guard let row else { return }
+        engine.removeSession(session.identifier)
+        persist(session, events: [EventDraft(.sessionInvalidated, task: nil)], { try TaskStore.insertSession(row, $0) }) { [self] _ in
+            logger.info("session invalidated", metadata: ["session": .string(session.identifier)])
+            removeIfSettled(session)
+        }
+    }
+
+    /// An invalidated session whose events have all been acknowledged (or delivered) is removed.
+    func removeIfSettled(_ session: SessionState) {
+        let settled = session.locked { session.lifecycle == .invalidated && session.pendingEvents == 0 }
+        if settled { remove(session) {} }
+    }
+
+    /// Removes a session for good: rows, events, files, engine state.
+    func remove(_ session: SessionState, then: @escaping @Sendable () -> Void) {
         registry.remove(session)
         engine.removeSession(session.identifier)
+        session.locked { session.delegate = nil }
+        updateDelegateChannel(session)
         let ownedBlobs = Locked<[String]>([])
         persist(session, { db in
             let ids = try TaskStore.deleteSession(session.identifier, db)
@@ -104,8 +162,8 @@ extension TaskCoordinator {
             fileWork.async {
                 DataLayout.removeTree(directory)
                 for path in blobFiles { unlink(path) }
+                then()
             }
-            logger.info("session invalidated", metadata: ["session": .string(session.identifier)])
         }
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import HTTPServer
 import Reactor
 import TransferEngine
 
@@ -119,6 +120,19 @@ extension TaskCoordinator {
         return ".transferd-" + String(hash, radix: 16) + ".part"
     }
 
+    /// Applies a change a running transfer reported (a response head, a redirect) to the task in
+    /// memory at once, and stores it with its events. The task stays running, so publishing is not
+    /// needed; a later completion is committed after this and wins.
+    func noteTransferChange(_ entry: TaskEntry, in session: SessionState, events: [EventDraft],
+                            _ change: (inout TaskRecord) -> Void)
+    {
+        let record: TaskRecord = session.locked {
+            change(&entry.record)
+            return entry.record
+        }
+        persist(session, events: events, { db in try TaskStore.updateTaskIfUnfinished(record, db) }) { _ in }
+    }
+
     /// Closes what `openBody` opened, for a transfer that will not start after all.
     static func closeFiles(of body: RequestBodySource) {
         guard case .segments(let segments) = body else { return }
@@ -155,14 +169,32 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
     }
 
     func transferReceivedResponse(_ handle: TransferHandle, _ response: ResponseHead, resumedAtOffset: Int64?) {
-        session.locked {
-            entry.record.response = TaskResponse(response)
-            entry.record.currentURL = response.url
+        let head = TaskResponse(response)
+        var events = [EventDraft(.taskResponseReceived, task: entry.record.id, data: head.jsonBytes())]
+        if let offset = resumedAtOffset {
+            var json = JSONWriter()
+            json.beginObject()
+            json.key("offset"); json.int(offset)
+            json.key("expected_total"); if let n = response.expectedContentLength { json.int(n + offset) } else { json.null() }
+            json.endObject()
+            events.append(EventDraft(.taskResumedAtOffset, task: entry.record.id, data: json.bytes))
+        }
+        coordinator.noteTransferChange(entry, in: session, events: events) { record in
+            record.response = head
+            record.currentURL = response.url
         }
     }
 
     func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int) {
-        session.locked { entry.record.currentURL = to }
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("from"); json.string(from)
+        json.key("to"); json.string(to)
+        json.key("status"); json.int(status)
+        json.endObject()
+        coordinator.noteTransferChange(entry, in: session, events: [EventDraft(.taskRedirected, task: entry.record.id, data: json.bytes)]) {
+            $0.currentURL = to
+        }
     }
 
     func transferCompleted(_ handle: TransferHandle, _ outcome: TransferOutcome) {

@@ -29,6 +29,9 @@ final class TaskCoordinator: @unchecked Sendable {
         var maxDataBodyBytes: Int64 = 64 << 20
         /// Longest `?wait=` a client may ask for.
         var maxWaitSeconds: Double = 600
+        /// Delays before each webhook attempt (the first is immediate); when they run out the
+        /// delegate is disabled. PRODUCT.md: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h.
+        var webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
     }
 
     init(store: TaskStore?, blobs: BlobStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots,
@@ -51,20 +54,53 @@ final class TaskCoordinator: @unchecked Sendable {
 
     // MARK: persistence
 
-    /// Runs `work` in the next group commit for a durable session, then `then`; for an ephemeral
-    /// session there is nothing to write and `then` runs at once.
-    func persist(_ session: SessionState, _ work: @escaping (Database) throws -> Void,
+    /// Runs `work` in the next group commit for a durable session, with `events` journaled in the
+    /// same transaction, then `then`; the events reach listeners once committed. For an ephemeral
+    /// session nothing is written: the events join its in-memory journal and `then` runs at once.
+    func persist(_ session: SessionState, events drafts: [EventDraft] = [], _ work: @escaping (Database) throws -> Void,
                  then: @escaping @Sendable (Result<Void, Error>) -> Void)
     {
-        guard session.mode.isDurable, let store else { return then(.success(())) }
-        store.writer.submit(work, completion: then)
+        guard session.mode.isDurable, let store else {
+            session.feed.serially {
+                let events = journal(drafts, in: session)
+                session.locked { session.memoryJournal.append(contentsOf: events) }
+                session.feed.publish(events)
+            }
+            return then(.success(()))
+        }
+        // Numbering and queueing together, so seqs reach the single writer in order; it commits
+        // and publishes in that order.
+        session.feed.serially {
+            let events = journal(drafts, in: session)
+            store.writer.submit({ db in
+                try work(db)
+                try EventStore.insert(events, db)
+            }) { result in
+                if case .success = result { session.feed.publish(events) }
+                then(result)
+            }
+        }
     }
 
-    /// Stores a task's new record (with `also`, in the same transaction), then publishes it.
-    func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
+    /// Numbers the drafts in the session's sequence (called inside `feed.serially`).
+    private func journal(_ drafts: [EventDraft], in session: SessionState) -> [Event] {
+        guard !drafts.isEmpty else { return [] }
+        let now = Timestamp.now()
+        return session.locked {
+            drafts.map { draft in
+                defer { session.nextEventSeq += 1 }
+                return Event(id: Event.newID(), seq: session.nextEventSeq, session: session.identifier, type: draft.type,
+                             task: draft.task, at: now, data: draft.data)
+            }
+        }
+    }
+
+    /// Stores a task's new record (with `also` and `events`, in the same transaction), then
+    /// publishes it.
+    func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, events: [EventDraft] = [],
                 also: ((Database) throws -> Void)? = nil, then: (@Sendable () -> Void)? = nil)
     {
-        persist(session, { db in
+        persist(session, events: events, { db in
             try TaskStore.updateTask(record, db)
             try also?(db)
         }) { [self] result in

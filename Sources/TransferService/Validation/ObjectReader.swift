@@ -22,6 +22,13 @@ struct ObjectReader {
         return value
     }
 
+    /// Absent → nil; `null` → `.some(nil)`; a value → `.some(v)`.
+    mutating func nullableRaw(_ key: String) -> JSONValue?? {
+        seen.insert(key)
+        guard let value = members.first(where: { $0.0 == key })?.1 else { return nil }
+        return value == .null ? .some(nil) : .some(value)
+    }
+
     mutating func has(_ key: String) -> Bool {
         members.contains { $0.0 == key && $0.1 != .null }
     }

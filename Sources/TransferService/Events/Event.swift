@@ -1,0 +1,70 @@
+import HTTPServer
+
+/// The event types of PRODUCT.md "Events and the delegate" (URLSession's delegate callbacks).
+enum EventType: String, Sendable, CaseIterable {
+    case taskCreated = "task.created"
+    case taskResumed = "task.resumed"
+    case taskSuspended = "task.suspended"
+    case taskResponseReceived = "task.response_received"
+    case taskRedirected = "task.redirected"
+    case taskResumedAtOffset = "task.resumed_at_offset"
+    case taskProgress = "task.progress"
+    case taskFinishedDownloading = "task.finished_downloading"
+    case taskCompleted = "task.completed"
+    case sessionAllTasksFinished = "session.all_tasks_finished"
+    case sessionInvalidated = "session.invalidated"
+
+    /// Progress is throttled and live only: never journaled, never re-delivered.
+    var isJournaled: Bool { self != .taskProgress }
+}
+
+/// An event as it is journaled, read, streamed and pushed: `{id, seq, session, type, task, at, data}`.
+struct Event: Sendable {
+    let id: String
+    /// Per-session, increasing in commit order (0 for unjournaled progress events).
+    let seq: Int64
+    let session: String
+    let type: EventType
+    let task: String?
+    let at: Timestamp
+    /// The `data` member, already encoded.
+    let data: [UInt8]
+
+    func encode(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("id"); json.string(id)
+        json.key("seq"); json.int(seq)
+        json.key("session"); json.string(session)
+        json.key("type"); json.string(type.rawValue)
+        json.key("task"); json.optionalString(task)
+        json.key("at"); json.string(at.rfc3339)
+        json.key("data"); json.raw(data)
+        json.endObject()
+    }
+
+    var jsonBytes: [UInt8] {
+        var json = JSONWriter(capacity: data.count + 200)
+        encode(into: &json)
+        return json.bytes
+    }
+
+    static func newID() -> String { "evt_" + TaskCoordinator.newTaskID() }
+}
+
+/// An event about to happen: journaled with the change that causes it, which assigns its seq.
+struct EventDraft: Sendable {
+    let type: EventType
+    let task: String?
+    let data: [UInt8]
+
+    init(_ type: EventType, task: String?, data: [UInt8] = Array("{}".utf8)) {
+        self.type = type
+        self.task = task
+        self.data = data
+    }
+
+    /// An event whose data is the task object.
+    static func about(_ record: TaskRecord, _ type: EventType) -> EventDraft {
+        EventDraft(type, task: record.id, data: record.jsonBytes())
+    }
+}

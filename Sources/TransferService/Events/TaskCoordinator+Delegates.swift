@@ -1,0 +1,114 @@
+import Glibc
+import Store
+import TransferEngine
+
+/// Delegate delivery: the coordinator's side of `DelegateChannel`.
+extension TaskCoordinator {
+    /// Starts, keeps or stops a session's delivery channel to match its delegate.
+    func updateDelegateChannel(_ session: SessionState) {
+        let (start, stop): (DelegateChannel?, DelegateChannel?) = session.locked {
+            let wanted = session.delegate.map { !$0.disabled } ?? false
+            if wanted && session.channel != nil { return (nil, nil) }
+            if wanted {
+                let channel = DelegateChannel(session: session, coordinator: self)
+                session.channel = channel
+                return (channel, nil)
+            }
+            defer { session.channel = nil }
+            return (nil, session.channel)
+        }
+        stop?.stop()
+        start?.start()
+        session.locked { session.channel }?.wake()
+    }
+
+    /// Journaled events of a session after `seq`, from the store (durable) or memory (ephemeral).
+    func events(of session: SessionState, after seq: Int64, limit: Int) -> [Event] {
+        guard session.mode.isDurable, let store else {
+            return session.locked { Array(session.memoryJournal.lazy.filter { $0.seq > seq }.prefix(limit)) }
+        }
+        return (try? store.reader.read { try EventStore.events(session.identifier, after: seq, limit: limit, $0) }) ?? []
+    }
+
+    /// The delegate received everything up to `seq` (or did not want it): that counts as
+    /// acknowledged.
+    func markDelivered(_ session: SessionState, through seq: Int64) {
+        session.locked {
+            session.deliveredThrough = max(session.deliveredThrough, seq)
+            session.ackedThrough = max(session.ackedThrough, seq)
+            session.memoryJournal.removeAll { $0.seq <= session.ackedThrough }
+        }
+        persist(session, { db in
+            try EventStore.setDelivered(session.identifier, through: seq, db)
+            try EventStore.setAcked(session.identifier, through: seq, db)
+        }) { [self] _ in removeIfSettled(session) }
+    }
+
+    /// `POST …/events/ack`.
+    func acknowledge(_ session: SessionState, through seq: Int64, completion: @escaping @Sendable (Result<Void, APIError>) -> Void) {
+        session.locked {
+            session.ackedThrough = max(session.ackedThrough, min(seq, session.nextEventSeq - 1))
+            session.memoryJournal.removeAll { $0.seq <= session.ackedThrough }
+        }
+        let acked = session.locked { session.ackedThrough }
+        persist(session, { try EventStore.setAcked(session.identifier, through: acked, $0) }) { [self] result in
+            completion(result.mapError(APIError.storeFailure))
+            removeIfSettled(session)
+        }
+    }
+
+    func disableDelegate(of session: SessionState, because reason: String) {
+        let row: StoredSession? = session.locked {
+            guard session.delegate != nil else { return nil }
+            session.delegate?.disabled = true
+            return storedRow(session)
+        }
+        guard let row else { return }
+        logger.warning("delegate disabled", metadata: ["session": .string(session.identifier), "reason": .string(reason)])
+        persist(session, { try TaskStore.insertSession(row, $0) }) { _ in }
+        updateDelegateChannel(session)
+    }
+
+    func recordAttempt(_ attempt: DeliveryAttempt) {
+        guard let store else { return }
+        store.writer.submit({ try EventStore.recordAttempt(attempt, $0) }) { _ in }
+    }
+
+    /// POSTs one event to the delegate, signed, through the engine: no redirects (a 3xx is a
+    /// failure), 15 s at most.
+    func deliver(_ event: Event, to delegate: Delegate, session: SessionState,
+                 completion: @escaping @Sendable (TransferOutcome) -> Void)
+    {
+        let body = event.jsonBytes
+        var spec = TransferSpec(label: "\(session.identifier)/delegate", session: TaskCoordinator.deliverySession(session.identifier),
+                                url: delegate.url)
+        spec.method = "POST"
+        spec.headers = [("Content-Type", "application/json"), ("User-Agent", "transferd/\(Service.version)")]
+            + WebhookSigner.headers(id: event.id, timestamp: Timestamp.now().milliseconds / 1000, body: body, key: delegate.key)
+        spec.body = .bytes(body)
+        spec.output = .memory
+        spec.maxBodyBytes = 64 * 1024
+        spec.followRedirects = false
+        spec.idleTimeout = 15
+        spec.totalTimeout = 15
+        engine.submit(spec, observer: DeliveryObserver(completion: completion))
+    }
+
+    /// Deliveries of a session run as their own engine session, so they never wait behind its
+    /// transfers. `:` cannot occur in a session identifier, so the name cannot collide.
+    static func deliverySession(_ identifier: String) -> String { "delegate:" + identifier }
+}
+
+/// Hands a delivery's outcome on; the rest of the news is of no interest.
+final class DeliveryObserver: TransferObserver, @unchecked Sendable {
+    private let completion: @Sendable (TransferOutcome) -> Void
+
+    init(completion: @escaping @Sendable (TransferOutcome) -> Void) {
+        self.completion = completion
+    }
+
+    func transferStarted(_ handle: TransferHandle) {}
+    func transferReceivedResponse(_ handle: TransferHandle, _ response: ResponseHead, resumedAtOffset: Int64?) {}
+    func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int) {}
+    func transferCompleted(_ handle: TransferHandle, _ outcome: TransferOutcome) { completion(outcome) }
+}

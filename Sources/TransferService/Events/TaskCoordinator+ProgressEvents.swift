@@ -1,0 +1,34 @@
+import HTTPServer
+import Reactor
+
+extension TaskCoordinator {
+    /// Once a second, `task.progress` for each running task of a session someone listens to: live
+    /// only, never journaled (PRODUCT.md: throttled, at most one a second a task).
+    func startProgressEvents() {
+        clock.execute { [self] in scheduleProgressEvents() }
+    }
+
+    private func scheduleProgressEvents() {
+        clock.scheduleTimer(at: MonotonicClock.after(seconds: 1)) { [self] in
+            publishProgress()
+            scheduleProgressEvents()
+        }
+    }
+
+    private func publishProgress() {
+        let now = Timestamp.now()
+        for session in registry.all where session.feed.hasListeners {
+            let events: [Event] = session.locked {
+                session.tasks.values.compactMap { entry in
+                    guard entry.transfer != nil else { return nil }
+                    let snapshot = entry.snapshot
+                    var json = JSONWriter()
+                    snapshot.encodeProgress(into: &json)
+                    return Event(id: Event.newID(), seq: 0, session: session.identifier, type: .taskProgress,
+                                 task: snapshot.id, at: now, data: json.bytes)
+                }
+            }
+            for event in events { session.feed.publish([event]) }
+        }
+    }
+}

@@ -1,0 +1,16 @@
+import Crypto
+
+/// Standard Webhooks signatures: `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`,
+/// keyed with the base64 part of the `whsec_` secret.
+enum WebhookSigner {
+    static func headers(id: String, timestamp: Int64, body: [UInt8], key: [UInt8]) -> [(String, String)] {
+        var signed = Array("\(id).\(timestamp).".utf8)
+        signed.append(contentsOf: body)
+        let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: key))
+        return [
+            ("webhook-id", id),
+            ("webhook-timestamp", String(timestamp)),
+            ("webhook-signature", "v1," + Base64.encode(Array(mac))),
+        ]
+    }
+}
