@@ -11,6 +11,10 @@ public enum StoreFile {
         // Checkpoint in the background of normal commits; large enough that bulk inserts are not
         // interrupted by checkpoints every few hundred pages.
         try db.execute("PRAGMA wal_autocheckpoint = 4000")
+        // A bigger page cache, and reads through a memory map: bulk inserts probe the indexes on
+        // every row, and re-reading their pages with pread showed up in profiles.
+        try db.execute("PRAGMA cache_size = -65536")
+        try db.execute("PRAGMA mmap_size = 1073741824")
         try Migrator.migrate(db, to: migrations)
         return db
     }

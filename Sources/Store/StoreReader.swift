@@ -19,6 +19,7 @@ public final class StoreReader: @unchecked Sendable {
     private func open() throws -> Database {
         let db = try Database(path: path, readOnly: true)
         try db.execute("PRAGMA query_only = 1")
+        try db.execute("PRAGMA mmap_size = 1073741824")
         return db
     }
 }

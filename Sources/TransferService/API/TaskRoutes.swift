@@ -17,8 +17,10 @@ struct TaskRoutes {
                 let claim = try TaskRoutes.idempotencyClaim(request)
                 coordinator.createTasks(in: session, [creation], idempotency: claim) { result in
                     switch result {
-                    case .success(.created(let records)):
-                        responder.respond(.json(records[0].jsonBytes(), status: 201, headers: TaskRoutes.location(records[0])))
+                    case .success(.created(let created)):
+                        responder.respond(.json(created[0].reply, status: 201, headers: HTTPHeaders([
+                            ("Location", "/v1/sessions/\(session.identifier)/tasks/\(created[0].id)"),
+                        ])))
                     case .success(.replayed(let record)):
                         var headers = TaskRoutes.location(record)
                         headers.add("Idempotent-Replayed", "true")
@@ -47,14 +49,15 @@ struct TaskRoutes {
                 try coordinator.checkBodySources(creations, in: session)
                 coordinator.createTasks(in: session, creations, idempotency: nil) { result in
                     switch result {
-                    case .success(.created(let records)):
-                        responder.respond(RouteSupport.json(201) { json in
-                            json.beginObject()
-                            json.key("tasks"); json.beginArray()
-                            for r in records { r.encode(into: &json) }
-                            json.endArray()
-                            json.endObject()
-                        })
+                    case .success(.created(let created)):
+                        var body: [UInt8] = Array(#"{"tasks":["#.utf8)
+                        body.reserveCapacity(created.reduce(16) { $0 + $1.reply.count + 1 })
+                        for (i, reply) in created.map(\.reply).enumerated() {
+                            if i > 0 { body.append(0x2C) }
+                            body.append(contentsOf: reply)
+                        }
+                        body.append(contentsOf: Array("]}".utf8))
+                        responder.respond(.json(body, status: 201))
                     case .success(.replayed):
                         responder.respond(APIError(500, "internal_error", "unexpected replay").response)
                     case .failure(let error):

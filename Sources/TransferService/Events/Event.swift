@@ -63,8 +63,21 @@ struct EventDraft: Sendable {
         self.data = data
     }
 
-    /// An event whose data is the task object.
+    /// An event whose data is the task object (`task.completed`).
     static func about(_ record: TaskRecord, _ type: EventType) -> EventDraft {
         EventDraft(type, task: record.id, data: record.jsonBytes())
+    }
+
+    /// A lifecycle event (`task.created`, `resumed`, `suspended`) with the task's essentials: the
+    /// full object is a GET away, and bulk creation journals one of these per task.
+    static func summary(_ record: TaskRecord, _ type: EventType) -> EventDraft {
+        var json = JSONWriter(capacity: 160)
+        json.beginObject()
+        json.key("kind"); json.string(record.kind.rawValue)
+        json.key("state"); json.string(record.state.rawValue)
+        json.key("url"); json.string(record.url)
+        json.key("description"); json.optionalString(record.description)
+        json.endObject()
+        return EventDraft(type, task: record.id, data: json.bytes)
     }
 }

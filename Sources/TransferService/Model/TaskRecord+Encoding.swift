@@ -77,6 +77,21 @@ extension TaskRecord {
         json.endObject()
     }
 
+    /// The stored document built from the API encoding (`api`): the same object with `_internal`
+    /// added, so a new task is encoded once for its row and its reply.
+    func storageDocument(api: [UInt8]) -> [UInt8] {
+        var json = JSONWriter(capacity: 256)
+        json.beginObject()
+        encodeInternal(into: &json)
+        json.endObject()
+        // `{…}` + `{"_internal":…}` → `{…,"_internal":…}`
+        var doc = api
+        doc.removeLast()
+        doc.append(0x2C)
+        doc.append(contentsOf: json.bytes.dropFirst())
+        return doc
+    }
+
     private func encodeInternal(into json: inout JSONWriter) {
         json.key("_internal"); json.beginObject()
         json.key("sequence"); json.int(sequence)

@@ -48,15 +48,16 @@ final class TaskStore: Sendable {
 
     /// Inserts new tasks; a duplicate id or idempotency key fails the whole operation (and with it
     /// its savepoint), so a batch is all-or-nothing.
-    static func insertTasks(_ tasks: [TaskRecord], _ db: Database) throws {
+    /// `documents[i]` is the stored form of `tasks[i]`, encoded by the caller (off the writer thread).
+    static func insertTasks(_ tasks: [TaskRecord], documents: [[UInt8]], _ db: Database) throws {
         let insert = try db.statement("""
             INSERT INTO tasks (session, id, sequence, kind, state, idempotency_key, completed_at, doc)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        for task in tasks {
+        for (task, doc) in zip(tasks, documents) {
             try insert.bind(.text(task.session), .text(task.id), .integer(task.sequence), .text(task.kind.rawValue),
                             .text(task.state.rawValue), .optionalText(task.idempotencyKey),
-                            .optionalInt(task.completedAt?.milliseconds), .text(document(task)))
+                            .optionalInt(task.completedAt?.milliseconds), .text(String(decoding: doc, as: UTF8.self)))
             try insert.run()
         }
     }
@@ -80,12 +81,18 @@ final class TaskStore: Sendable {
         try db.statement("DELETE FROM tasks WHERE session = ? AND id = ?").bind(.text(session), .text(id)).run()
     }
 
-    /// The stored task with this id or this idempotency key, if any (checked before inserting).
+    /// The stored task with this id, or else with this idempotency key: what an insert collided
+    /// with. Two lookups, each on its own index (an `OR` of the two would scan the session).
     static func existing(session: String, id: String, idempotencyKey: String?, _ db: Database) throws -> TaskRecord? {
-        let s = try db.statement("SELECT doc FROM tasks WHERE session = ? AND (id = ? OR idempotency_key = ?) LIMIT 1")
-        try s.bind(.text(session), .text(id), .optionalText(idempotencyKey))
-        defer { s.reset() }
-        return try s.step() ? decode(s.text(0)) : nil
+        let byID = try db.statement("SELECT doc FROM tasks WHERE session = ? AND id = ?")
+        try byID.bind(.text(session), .text(id))
+        defer { byID.reset() }
+        if try byID.step() { return decode(byID.text(0)) }
+        guard let idempotencyKey else { return nil }
+        let byKey = try db.statement("SELECT doc FROM tasks WHERE session = ? AND idempotency_key = ?")
+        try byKey.bind(.text(session), .text(idempotencyKey))
+        defer { byKey.reset() }
+        return try byKey.step() ? decode(byKey.text(0)) : nil
     }
 
     // MARK: reads

@@ -47,7 +47,7 @@ final class SessionRegistry: @unchecked Sendable {
         for (s, id) in evict {
             s.locked {
                 if let entry = s.tasks[id], entry.record.isCompleted, entry.completionWaiters.isEmpty {
-                    s.tasks[id] = nil
+                    s.dropTask(id)
                 }
             }
         }

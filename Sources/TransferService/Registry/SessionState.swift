@@ -17,7 +17,9 @@ final class SessionState: @unchecked Sendable {
     /// When it became invalidated (at start, for one invalidated before): the retention period
     /// counts from here.
     var invalidatedAt: Timestamp?
-    var tasks: [String: TaskEntry] = [:]
+    private(set) var tasks: [String: TaskEntry] = [:]
+    /// Idempotency key → task id, for the tasks in memory.
+    private var idempotencyIndex: [String: String] = [:]
     /// Ids and idempotency keys of tasks being created, not yet committed.
     var reservedIDs: Set<String> = []
     var reservedKeys: Set<String> = []
@@ -58,6 +60,25 @@ final class SessionState: @unchecked Sendable {
     @inline(__always)
     func locked<T>(_ body: () throws -> T) rethrows -> T {
         try mutex.withLock { _ in try body() }
+    }
+
+    /// Adds a task to memory (lock held).
+    func addTask(_ entry: TaskEntry) {
+        tasks[entry.record.id] = entry
+        if let key = entry.record.idempotencyKey { idempotencyIndex[key] = entry.record.id }
+    }
+
+    /// Drops a task from memory (lock held); its counts are the caller's business.
+    @discardableResult
+    func dropTask(_ id: String) -> TaskEntry? {
+        guard let entry = tasks.removeValue(forKey: id) else { return nil }
+        if let key = entry.record.idempotencyKey { idempotencyIndex[key] = nil }
+        return entry
+    }
+
+    /// The task in memory created with this idempotency key (lock held).
+    func task(withIdempotencyKey key: String) -> TaskEntry? {
+        idempotencyIndex[key].flatMap { tasks[$0] }
     }
 
     /// Moves a task between state counts (lock held).

@@ -27,8 +27,9 @@ final class TaskEntry: @unchecked Sendable {
         case nothing, resume
     }
 
-    init(record: TaskRecord) {
+    init(record: TaskRecord, encoded: [UInt8]? = nil) {
         self.record = record
+        self.encoded = encoded
     }
 
     /// The task object as the API returns it (lock held).

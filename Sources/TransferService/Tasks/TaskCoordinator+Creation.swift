@@ -3,7 +3,8 @@ import Store
 
 /// What a creation call came to.
 enum CreationOutcome: Sendable {
-    case created([TaskRecord])
+    /// The new tasks' ids, and the tasks encoded as the API returns them (as they were when created).
+    case created([(id: String, reply: [UInt8])])
     /// The same `Idempotency-Key` and body as an earlier call: its task, unchanged.
     case replayed(TaskRecord)
 }
@@ -46,7 +47,7 @@ extension TaskCoordinator {
                 return .refused(APIError(409, "session_invalidated", "session \(session.identifier) is invalidated; it takes no new tasks"))
             }
             if let idempotency {
-                if let existing = session.tasks.values.first(where: { $0.record.idempotencyKey == idempotency.key && !$0.deleted }) {
+                if let existing = session.task(withIdempotencyKey: idempotency.key), !existing.deleted {
                     return existing.record.idempotencyHash == idempotency.bodyHash
                         ? .replay(existing.snapshot) : .refused(APIError.idempotencyKeyReused(idempotency.key))
                 }
@@ -55,9 +56,10 @@ extension TaskCoordinator {
                 }
             }
             var ids: [String] = []
+            var seen = Set<String>()
             for (i, request) in requests.enumerated() {
                 let id = request.id ?? TaskCoordinator.newTaskID()
-                if session.tasks[id] != nil || session.reservedIDs.contains(id) || ids.contains(id) {
+                if session.tasks[id] != nil || session.reservedIDs.contains(id) || !seen.insert(id).inserted {
                     let field = requests.count > 1 ? "tasks[\(i)].id" : "id"
                     return .refused(APIError(409, "task_exists", "a task with id \(id) already exists in this session", field: field))
                 }
@@ -104,14 +106,27 @@ extension TaskCoordinator {
                         completion: @escaping @Sendable (Result<CreationOutcome, APIError>) -> Void)
     {
         let identifier = session.identifier
-        persist(session, events: records.map { EventDraft.about($0, .taskCreated) }, { db in
-            for record in records {
-                if let existing = try TaskStore.existing(session: identifier, id: record.id, idempotencyKey: record.idempotencyKey, db) {
-                    throw DuplicateTask(existing: existing)
-                }
-            }
+        // Encoded here, not on the writer thread: the reply and the row share one encoding.
+        let replies = records.map { $0.jsonBytes() }
+        let documents = zip(records, replies).map { $0.storageDocument(api: $1) }
+        persist(session, events: records.map { EventDraft.summary($0, .taskCreated) }, { db in
             for blob in spooled { try BlobStore.insert(blob, db) }
-            try TaskStore.insertTasks(records, db)
+            try db.execute("SAVEPOINT inserts")
+            do {
+                try TaskStore.insertTasks(records, documents: documents, db)
+                try db.execute("RELEASE inserts")
+            } catch let error as DatabaseError where error.isConstraintViolation {
+                // Only now, on the rare collision, look for what it collided with (a task not in
+                // memory: completed and dropped from it, or from before a restart) — after undoing
+                // this batch's own rows, which would otherwise be found first.
+                try db.execute("ROLLBACK TO inserts; RELEASE inserts")
+                for record in records {
+                    if let existing = try TaskStore.existing(session: identifier, id: record.id, idempotencyKey: record.idempotencyKey, db) {
+                        throw DuplicateTask(existing: existing)
+                    }
+                }
+                throw error
+            }
         }) { [self] result in
             if case .failure = result, let blobs {
                 for blob in spooled { unlink(blobs.path(blob.id)) }
@@ -123,15 +138,15 @@ extension TaskCoordinator {
             switch result {
             case .success:
                 let entries = session.locked { () -> [TaskEntry] in
-                    records.map { record in
-                        let entry = TaskEntry(record: record)
-                        session.tasks[record.id] = entry
+                    zip(records, replies).map { record, reply in
+                        let entry = TaskEntry(record: record, encoded: reply)
+                        session.addTask(entry)
                         session.count(from: nil, to: record.state)
                         return entry
                     }
                 }
                 for entry in entries where entry.record.state == .running { startTransfer(entry, in: session) }
-                completion(.success(.created(entries.map { entry in session.locked { entry.snapshot } })))
+                completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
             case .failure(let error as DuplicateTask):
                 if let idempotency, error.existing.idempotencyKey == idempotency.key {
                     completion(error.existing.idempotencyHash == idempotency.bodyHash
@@ -168,12 +183,7 @@ extension TaskCoordinator {
         return record
     }
 
-    /// 20 characters of `[a-z0-9]`: about 103 bits, so collisions need not be checked for.
-    static func newTaskID() -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
-        var generator = SystemRandomNumberGenerator()
-        return String((0..<20).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
-    }
+    static func newTaskID() -> String { RandomID.make() }
 }
 
 private enum Reservation {

@@ -36,7 +36,7 @@ extension TaskCoordinator {
         for record in try store.loadUnfinishedTasks() {
             guard let session = registry.session(record.session) else { continue }
             let entry = TaskEntry(record: record)
-            session.locked { session.tasks[record.id] = entry }
+            session.locked { session.addTask(entry) }
             switch (session.mode, record.state) {
             case (_, .canceling):
                 toEnd.append((entry, session, TaskError(code: .cancelled, message: "the task was cancelled")))
