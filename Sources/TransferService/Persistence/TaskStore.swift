@@ -62,9 +62,11 @@ final class TaskStore: Sendable {
         }
     }
 
-    static func updateTask(_ task: TaskRecord, _ db: Database) throws {
+    /// Stores a task's new state; `document` is its stored form when the caller encoded it already.
+    static func updateTask(_ task: TaskRecord, document doc: [UInt8]? = nil, _ db: Database) throws {
+        let text = doc.map { String(decoding: $0, as: UTF8.self) } ?? document(task)
         try db.statement("UPDATE tasks SET state = ?, completed_at = ?, doc = ? WHERE session = ? AND id = ?")
-            .bind(.text(task.state.rawValue), .optionalInt(task.completedAt?.milliseconds), .text(document(task)),
+            .bind(.text(task.state.rawValue), .optionalInt(task.completedAt?.milliseconds), .text(text),
                   .text(task.session), .text(task.id))
             .run()
     }

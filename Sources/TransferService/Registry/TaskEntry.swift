@@ -27,6 +27,25 @@ final class TaskEntry: @unchecked Sendable {
         case nothing, resume
     }
 
+    /// Events a running transfer reported (response head, redirects), waiting to be stored with
+    /// the next write of the task: a quick download's completion carries them, so its task is not
+    /// rewritten once per response head.
+    private var pendingEvents: [EventDraft] = []
+    var pendingEventsScheduled = false
+
+    func addPendingEvents(_ events: [EventDraft]) { pendingEvents += events }
+
+    func takePendingEvents() -> [EventDraft] {
+        defer { pendingEvents = [] }
+        return pendingEvents
+    }
+
+    /// Replaces the record, with its encoding when the caller has it.
+    func setRecord(_ record: TaskRecord, encoded: [UInt8]?) {
+        self.record = record
+        if transfer == nil { self.encoded = encoded }
+    }
+
     init(record: TaskRecord, encoded: [UInt8]? = nil) {
         self.record = record
         self.encoded = encoded

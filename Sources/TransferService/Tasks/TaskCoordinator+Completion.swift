@@ -93,15 +93,19 @@ extension TaskCoordinator {
         // A spooled body is needed no more once its task completed.
         let completed = done
         let ownedBlob = TaskCoordinator.ownedBlob(of: completed)
-        commit(completed, of: entry, in: session, events: completionEvents(completed, entry: entry, in: session),
-               also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
+        let lastBusy = session.locked {
+            (entry.record.state == .running || entry.record.state == .canceling) && session.busyCount == 1
+        }
+        commit(completed, of: entry, in: session, events: { api in
+            TaskCoordinator.completionEvents(completed, api: api, lastBusy: lastBusy)
+        }, also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
             removeOwnedBlobFile(of: completed)
         })
     }
 
     /// `task.finished_downloading` (a download that succeeded), `task.completed` (with the task),
     /// and `session.all_tasks_finished` when this was the last task keeping the session busy.
-    private func completionEvents(_ record: TaskRecord, entry: TaskEntry, in session: SessionState) -> [EventDraft] {
+    private static func completionEvents(_ record: TaskRecord, api: [UInt8], lastBusy: Bool) -> [EventDraft] {
         var events: [EventDraft] = []
         if let result = record.result, record.error == nil {
             var json = JSONWriter()
@@ -112,11 +116,7 @@ extension TaskCoordinator {
             json.endObject()
             events.append(EventDraft(.taskFinishedDownloading, task: record.id, data: json.bytes))
         }
-        events.append(.about(record, .taskCompleted))
-        let lastBusy = session.locked {
-            let wasBusy = entry.record.state == .running || entry.record.state == .canceling
-            return wasBusy && session.busyCount == 1
-        }
+        events.append(EventDraft(.taskCompleted, task: record.id, data: api))
         if lastBusy { events.append(EventDraft(.sessionAllTasksFinished, task: nil)) }
         return events
     }

@@ -121,15 +121,31 @@ extension TaskCoordinator {
     }
 
     /// Applies a change a running transfer reported (a response head, a redirect) to the task in
-    /// memory at once, and stores it with its events. The task stays running, so publishing is not
-    /// needed; a later completion is committed after this and wins.
+    /// memory at once; it is stored with its events a moment later (0.2 s), or with the task's
+    /// completion if that comes first — so a small download is written once, not once per head.
     func noteTransferChange(_ entry: TaskEntry, in session: SessionState, events: [EventDraft],
                             _ change: (inout TaskRecord) -> Void)
     {
-        let record: TaskRecord = session.locked {
+        let schedule: Bool = session.locked {
             change(&entry.record)
-            return entry.record
+            entry.addPendingEvents(events)
+            defer { entry.pendingEventsScheduled = true }
+            return !entry.pendingEventsScheduled
         }
+        guard schedule else { return }
+        clock.execute { [self] in
+            clock.scheduleTimer(at: MonotonicClock.after(seconds: 0.2)) { [self] in flushPendingEvents(of: entry, in: session) }
+        }
+    }
+
+    /// Stores what `noteTransferChange` kept back, unless a completion has taken it meanwhile. The
+    /// row is only updated while it still says unfinished: a late flush never undoes a completion.
+    func flushPendingEvents(of entry: TaskEntry, in session: SessionState) {
+        let (events, record): ([EventDraft], TaskRecord) = session.locked {
+            entry.pendingEventsScheduled = false
+            return (entry.takePendingEvents(), entry.record)
+        }
+        guard !events.isEmpty else { return }
         persist(session, events: events, { db in try TaskStore.updateTaskIfUnfinished(record, db) }) { _ in }
     }
 

@@ -97,26 +97,33 @@ final class TaskCoordinator: @unchecked Sendable {
 
     /// Stores a task's new record (with `also` and `events`, in the same transaction), then
     /// publishes it.
-    func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, events: [EventDraft] = [],
+    /// The task is encoded once, here (not on the writer thread), for its row, its cached reply
+    /// and any event that carries it (`api` is passed to `events`).
+    func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
+                events: ([UInt8]) -> [EventDraft] = { _ in [] },
                 also: ((Database) throws -> Void)? = nil, then: (@Sendable () -> Void)? = nil)
     {
-        persist(session, events: events, { db in
-            try TaskStore.updateTask(record, db)
+        let api = record.jsonBytes()
+        let document = record.storageDocument(api: api)
+        // Events a running transfer reported and that were not stored yet go first, in order.
+        let earlier = session.locked { entry.takePendingEvents() }
+        persist(session, events: earlier + events(api), { db in
+            try TaskStore.updateTask(record, document: document, db)
             try also?(db)
         }) { [self] result in
             if case .failure(let error) = result {
                 logger.error("cannot store task", metadata: ["task": "\(session.identifier)/\(record.id)", "error": "\(error)"])
             }
-            publish(record, of: entry, in: session)
+            publish(record, of: entry, in: session, encoded: api)
             then?()
         }
     }
 
     /// Makes `record` the current state of `entry`, keeping counts and waking long-polls.
-    func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState) {
+    func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil) {
         let waiters: [@Sendable (TaskRecord) -> Void] = session.locked {
             session.count(from: entry.record.state, to: record.state)
-            entry.record = record
+            entry.setRecord(record, encoded: encoded)
             guard record.isCompleted else { return [] }
             defer { entry.completionWaiters = [] }
             return entry.completionWaiters
