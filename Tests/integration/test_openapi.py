@@ -452,6 +452,15 @@ def test_sessions_and_tasks_are_answered_as_documented(spec, transferd):
         check("GET", "/v1/sessions/no.such.session", 404, "not_found")
         check("POST", f"{session}/reset", 200)
         check("POST", f"{session}/flush", 200)
+        delegated = check("PUT", f"/v1/sessions/{other}", 200, json={
+            "mode": "ephemeral", "delegate": {"url": origin.url("/echo"), "events": ["task.completed"]}}).json()
+        assert delegated["delegate"]["secret"].startswith("whsec_"), delegated
+        assert "secret" not in check("GET", f"/v1/sessions/{other}", 200).json()["delegate"]
+        check("PUT", f"/v1/sessions/{other}", 422, "validation_failed",
+              json={"mode": "ephemeral", "delegate": {"url": origin.url("/echo"), "secret": "whsec_c2hvcnQ="}})
+        check("PUT", f"/v1/sessions/{other}", 422, "unsupported_url",
+              json={"mode": "ephemeral", "delegate": {"url": "ftp://hooks.example/"}})
+        assert check("PUT", f"/v1/sessions/{other}", 200, json={"mode": "ephemeral", "delegate": None}).json()["delegate"] is None
 
         # blobs
         blob = check("POST", "/v1/blobs", 201, data=b"x" * 1000,
@@ -564,3 +573,32 @@ def test_sessions_and_tasks_are_answered_as_documented(spec, transferd):
 
     statuses = {status for _, _, status in check.seen}
     assert {200, 201, 202, 204, 206, 400, 403, 404, 409, 415, 416, 422} <= statuses, statuses
+
+
+REFUSED = {
+    "begin_at not a date-time": {"begin_at": "next tuesday"},
+    "begin_at month 13": {"begin_at": "2026-13-01T00:00:00Z"},
+    "begin_at 31 February": pytest.param(
+        {"begin_at": "2026-02-31T00:00:00Z"},
+        marks=pytest.mark.xfail(strict=True, reason="server bug: Timestamp(rfc3339:) checks the day only "
+                                "against 1...31, so 2026-02-31 is accepted and becomes 2026-03-03")),
+    "priority above 1": {"priority": 1.01},
+    "id with a slash": {"id": "a/b"},
+    "header with CR LF": {"request": {"url": "http://127.0.0.1:9/", "headers": {"X-A": "1\r\nX-B: 2"}}},
+    "reserved header": {"request": {"url": "http://127.0.0.1:9/", "headers": {"Content-Length": "1"}}},
+    "method not a token": {"request": {"url": "http://127.0.0.1:9/", "method": "GE T"}},
+    "checksum on a data task": {"checksum": {"sha256": "a" * 64}},
+    "two body sources": {"request": {"url": "http://127.0.0.1:9/", "body": {"text": "a", "base64": "YQ=="}}},
+    "bad base64": {"request": {"url": "http://127.0.0.1:9/", "body": {"base64": "YQ="}}},
+    "multipart without a body": {"multipart": {}},
+}
+
+
+@pytest.mark.parametrize("change", REFUSED.values(), ids=REFUSED.keys())
+def test_what_the_schema_refuses_the_server_refuses(spec, transferd, change):
+    """The other direction of test_schemas_refuse_what_the_server_refuses, on the live server."""
+    body = {"kind": "data", "start": False, "request": {"url": "http://127.0.0.1:9/"}, **change}
+    assert not schema_validator(spec, {"$ref": "#/components/schemas/TaskCreation"}).is_valid(body)
+    assert transferd.put("/v1/sessions/refusals", json={}).status_code in (200, 201)
+    response = transferd.post("/v1/sessions/refusals/tasks", json=body)
+    assert response.status_code == 422, response.text

@@ -137,6 +137,7 @@ if __name__ == "_schemathesis_hooks":
 
 else:
     import pytest
+    import requests
 
     from support.origin import Origin
     from support.transferd import REPO_ROOT, clean_environment
@@ -149,6 +150,12 @@ else:
     SEED = int(os.environ.get("TRANSFERD_SCHEMATHESIS_SEED", "1"))
     MAX_EXAMPLES = int(os.environ.get("TRANSFERD_SCHEMATHESIS_MAX_EXAMPLES", "25"))
     LOOPBACK_ONLY = "allow=127.0.0.0/8,::1/128;deny=0.0.0.0/0,::/0"
+    # schemathesis's defaults, plus 413: a request refused for its size (a `tasks:batch` of more
+    # than 10,000 tasks is larger than `--max-body-bytes`) is rejected too.
+    CONFIG = """
+    [checks.negative_data_rejection]
+    expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
+    """
     # Example values of openapi.yaml that the run seeds, so that examples reach real resources.
     EXAMPLE_SESSION = "com.example.app.downloads"
     EXAMPLE_TASK = "report-2026-11"
@@ -189,7 +196,10 @@ else:
         with Origin() as origin:
             td = start_transferd("--network-policy", LOOPBACK_ONLY, api_token=api_token)
             blob = seed(td, origin)
+            config = tmp_path / "schemathesis.toml"
+            config.write_text("\n".join(line.strip() for line in CONFIG.strip().splitlines()) + "\n")
             argv = command + [
+                "--config-file", str(config),
                 "run", str(SPEC_PATH),
                 "--url", td.base_url,
                 "--header", f"Authorization: Bearer {api_token}",
@@ -218,3 +228,18 @@ else:
             assert result.returncode == 0, (
                 f"schemathesis reported failures (exit {result.returncode}, {elapsed:.0f}s):\n{output[-20000:]}")
             assert "No issues found" in output or " passed" in output, output[-5000:]
+
+    @pytest.mark.xfail(strict=True, reason="server bug: a begin_at ~584+ years ahead traps in "
+                       "MonotonicClock.after(seconds:) (UInt64 overflow) and kills transferd; "
+                       "remove the hook's workaround with this mark once fixed")
+    def test_a_far_future_begin_at_does_not_crash_the_service(start_transferd, api_token):
+        td = start_transferd(api_token=api_token)
+        assert td.put("/v1/sessions/far-future", json={"mode": "default"}).status_code == 201
+        body = {"kind": "data", "begin_at": "2700-01-01T00:00:00Z", "request": {"url": "http://127.0.0.1:9/"}}
+        try:
+            response = td.post("/v1/sessions/far-future/tasks", json=body)
+        except requests.ConnectionError:
+            response = None
+        time.sleep(0.5)
+        assert td.running, "transferd died"
+        assert response is not None and response.status_code in (201, 422), response

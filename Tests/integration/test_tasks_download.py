@@ -124,8 +124,11 @@ def test_served_content_type_keeps_the_origins_parameters(transferd, origin, kin
     assert content_type == "text/plain;charset=iso-8859-1", served.headers["Content-Type"]
 
 
+ONE_ATTEMPT = {"retry": {"max_attempts": 1}}
+
+
 def test_file_of_data_task_or_unfinished_download_is_409(transferd, origin):
-    sid = create_session(transferd)
+    sid = create_session(transferd, configuration=ONE_ATTEMPT)
     data_task = run_task(transferd, sid, data(origin.url("/bytes/10")))
     assert_problem(transferd.get(task_path(sid, data_task["id"], "/file")), 409)
     pending = create_task(transferd, sid, download(origin.url("/bytes/10"), start=False))
@@ -336,16 +339,19 @@ def test_http_error_status_completes_without_error(transferd, origin, status):
 
 
 def test_reset_mid_body_is_network_connection_lost(transferd, origin):
-    sid = create_session(transferd)
+    sid = create_session(transferd, configuration=ONE_ATTEMPT)
     task = run_task(transferd, sid, download(origin.url("/bytes/1000000?reset_after=300000")))
     assert_task_error(task, "network_connection_lost")
     assert task["result"] is None
     assert isinstance(task["error"]["curl_code"], int) and task["error"]["message"]
     assert not list((transferd.data_dir / "sessions" / sid).rglob("*.part")), "partial file left behind"
+    # What arrived is kept for the resume data the error carries.
+    assert task["error"]["resume_data"]
+    assert len(list((transferd.data_dir / "sessions" / sid).rglob("*.resume"))) == 1
 
 
 def test_wrong_content_length_is_network_connection_lost(transferd, origin):
-    sid = create_session(transferd)
+    sid = create_session(transferd, configuration=ONE_ATTEMPT)
     task = run_task(transferd, sid, download(origin.url("/bytes/10000?wrong_length=20000")))
     assert_task_error(task, "network_connection_lost")
     assert task["result"] is None

@@ -174,7 +174,7 @@ def test_begin_at_with_a_zone_offset(transferd, origin):
 def test_idle_timeout_on_stalled_origin(transferd, origin, stall_after):
     """`timeout_request_s`: no bytes moved for this long ⇒ `timed_out` (PRODUCT.md), whether the
     origin stalls before the first body byte or in the middle of the body."""
-    sid = create_session(transferd, configuration={"timeout_request_s": 1})
+    sid = create_session(transferd, configuration={"timeout_request_s": 1, "retry": {"max_attempts": 1}})
     started = time.monotonic()
     task = create_task(transferd, sid, download(origin.url(f"/bytes/1000000?stall_after={stall_after}")))
     task = wait_task(transferd, sid, task["id"], timeout=3.5)
@@ -186,7 +186,7 @@ def test_idle_timeout_on_stalled_origin(transferd, origin, stall_after):
 
 
 def test_idle_timeout_on_slow_headers(transferd, origin):
-    sid = create_session(transferd, configuration={"timeout_request_s": 1})
+    sid = create_session(transferd, configuration={"timeout_request_s": 1, "retry": {"max_attempts": 1}})
     task = run_task(transferd, sid, data(origin.url("/slow-headers?delay=5")), timeout=10)
     assert_task_error(task, "timed_out")
 
@@ -201,7 +201,7 @@ def test_resource_timeout_limits_the_whole_task(transferd, origin):
 
 
 def test_a_slow_but_moving_transfer_is_not_timed_out(transferd, origin):
-    sid = create_session(transferd, configuration={"timeout_request_s": 1})
+    sid = create_session(transferd, configuration={"timeout_request_s": 1, "retry": {"max_attempts": 1}})
     task = run_task(transferd, sid, download(origin.url("/bytes/60000?rate=20000")), timeout=15)
     assert_success(task)
 

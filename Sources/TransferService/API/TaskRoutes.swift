@@ -11,7 +11,9 @@ struct TaskRoutes {
             RouteSupport.answer(responder) { () throws(APIError) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                let creation = try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")
+                var creations = [try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")]
+                try coordinator.resolveResumeData(&creations)
+                let creation = creations[0]
                 try coordinator.checkDestinations([creation])
                 try coordinator.checkBodySources([creation], in: session)
                 let claim = try TaskRoutes.idempotencyClaim(request)
@@ -45,6 +47,7 @@ struct TaskRoutes {
                 for (i, item) in items.enumerated() {
                     creations.append(try TaskCreationRequest.parse(item, field: "tasks[\(i)]"))
                 }
+                try coordinator.resolveResumeData(&creations)
                 try coordinator.checkDestinations(creations)
                 try coordinator.checkBodySources(creations, in: session)
                 coordinator.createTasks(in: session, creations, idempotency: nil) { result in

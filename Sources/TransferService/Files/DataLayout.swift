@@ -39,19 +39,28 @@ struct DataLayout: Sendable {
         }
     }
 
-    /// Removes a directory tree (a session's files once it is gone).
-    static func removeTree(_ path: String) {
-        guard let dir = opendir(path) else { unlink(path); return }
+    /// The names in a directory (not `.` and `..`); empty when it cannot be read.
+    static func entries(of path: String) -> [String] {
+        guard let dir = opendir(path) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
         while let entry = readdir(dir) {
             let name = withUnsafePointer(to: entry.pointee.d_name) {
                 $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
             }
-            if name == "." || name == ".." { continue }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Removes a directory tree (a session's files once it is gone).
+    static func removeTree(_ path: String) {
+        guard opendir(path).map({ closedir($0) }) != nil else { unlink(path); return }
+        for name in entries(of: path) {
             let child = path + "/" + name
             var st = stat()
             if lstat(child, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
         }
-        closedir(dir)
         rmdir(path)
     }
 }

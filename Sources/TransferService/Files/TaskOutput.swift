@@ -68,6 +68,15 @@ final class TaskOutput: @unchecked Sendable {
         close(directoryFD)
     }
 
+    /// Keeps the file for resume data under `name` (beside the temporary one), returning its path.
+    /// Its own name marks it as held for a token, not as a temporary file of a running task.
+    func keepForResume(as name: String) -> String? {
+        closeFile()
+        defer { close(directoryFD) }
+        guard renameat(directoryFD, temporaryName, directoryFD, name) == 0 else { return nil }
+        return directoryPath == "/" ? "/" + name : directoryPath + "/" + name
+    }
+
     private func closeFile() {
         if fd >= 0 { close(fd) }
         fd = -1

@@ -42,6 +42,7 @@ public final class Service: Sendable {
                                       allowedRoots: try AllowedRoots(paths: configuration.allowedPaths),
                                       limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes,
                                                                      webhookSchedule: configuration.webhookSchedule),
+                                      resumeKey: try ResumeKey.load(directory: layout.root),
                                       logger: logger)
         try coordinator.recover()
         coordinator.startProgressFlushing()
@@ -124,6 +125,9 @@ public final class Service: Sendable {
     /// ignores SIGPIPE (writes to a closed socket must fail with EPIPE, not kill the process).
     public static func blockTerminationSignals() {
         signal(SIGPIPE, SIG_IGN)
+        // Over RLIMIT_FSIZE a write must fail with EFBIG (the task then fails with
+        // cannot_write_to_file), not kill the process.
+        signal(SIGXFSZ, SIG_IGN)
         var set = terminationSignals()
         pthread_sigmask(SIG_BLOCK, &set, nil)
     }

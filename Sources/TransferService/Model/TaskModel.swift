@@ -32,6 +32,13 @@ struct TaskError: Sendable, Equatable {
     var message: String
     var curlCode: Int?
     var resumeData: String?
+
+    init(code: TaskErrorCode, message: String, curlCode: Int? = nil, resumeData: String? = nil) {
+        self.code = code
+        self.message = message
+        self.curlCode = curlCode
+        self.resumeData = resumeData
+    }
 }
 
 /// What the origin answered (the final response, after redirects).

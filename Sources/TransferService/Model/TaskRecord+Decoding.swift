@@ -59,6 +59,12 @@ extension TaskRecord {
         idempotencyHash = extra["idempotency_hash"]?.stringValue
         validator = extra["validator"]?.stringValue
         bodyLocation = extra["body_location"]?.stringValue
+        if let r = extra["resume_from"], let url = r["url"]?.stringValue, let validator = r["validator"]?.stringValue,
+           let offset = r["offset"]?.intValue, let partial = r["partial"]?.stringValue, let origin = r["origin"]?.stringValue
+        {
+            resumeFrom = ResumeData(url: url, validator: validator, offset: offset, partial: partial,
+                                    destination: r["destination"]?.stringValue, origin: origin)
+        }
         if let inline = extra["body_inline"]?.stringValue, let bytes = Base64.decode(inline) {
             body = .inline(bytes)
         } else if let blob = extra["body_blob"]?.stringValue {

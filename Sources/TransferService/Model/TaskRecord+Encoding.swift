@@ -99,6 +99,16 @@ extension TaskRecord {
         json.key("idempotency_hash"); json.optionalString(idempotencyHash)
         json.key("validator"); json.optionalString(validator)
         json.key("body_location"); json.optionalString(bodyLocation)
+        if let resumeFrom {
+            json.key("resume_from"); json.beginObject()
+            json.key("url"); json.string(resumeFrom.url)
+            json.key("validator"); json.string(resumeFrom.validator)
+            json.key("offset"); json.int(resumeFrom.offset)
+            json.key("partial"); json.string(resumeFrom.partial)
+            json.key("destination"); json.optionalString(resumeFrom.destination)
+            json.key("origin"); json.string(resumeFrom.origin)
+            json.endObject()
+        }
         switch body {
         case .inline(let bytes)?: json.key("body_inline"); json.string(Base64.encode(bytes))
         case .blob(let id, let owned)?: json.key("body_blob"); json.string(id); json.key("body_blob_owned"); json.bool(owned)

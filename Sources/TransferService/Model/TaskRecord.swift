@@ -35,6 +35,8 @@ struct TaskRecord: Sendable {
     var validator: String?
     /// Where the response body (data and upload tasks) is kept, for `…/body`.
     var bodyLocation: String?
+    /// Resume data this task was created from, until its partial file is taken over.
+    var resumeFrom: ResumeData?
 
     init(session: String, id: String, sequence: Int64, kind: TaskKind, url: String, method: String, createdAt: Timestamp) {
         self.session = session

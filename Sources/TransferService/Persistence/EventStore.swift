@@ -46,13 +46,20 @@ enum EventStore {
             .bind(.integer(seq), .text(session)).run()
     }
 
-    /// Per session: the highest seq, for the counter to continue after a restart.
-    static func lastSeqs(_ db: Database) throws -> [String: Int64] {
-        let s = try db.statement("SELECT session, max(seq) FROM events GROUP BY session")
+    /// The highest seq of a session (one probe of the primary key), for its counter to continue
+    /// after a restart.
+    static func lastSeq(_ session: String, _ db: Database) throws -> Int64 {
+        let s = try db.statement("SELECT max(seq) FROM events WHERE session = ?")
+        try s.bind(.text(session))
         defer { s.reset() }
-        var out: [String: Int64] = [:]
-        while try s.step() { out[s.text(0)!] = s.int64(1) }
-        return out
+        return try s.step() ? s.int64(0) : 0
+    }
+
+    /// Removes events older than `cutoff` (the retention sweep), at most `limit` of them.
+    static func deleteOlder(than cutoff: Timestamp, limit: Int, _ db: Database) throws {
+        try db.statement("DELETE FROM events WHERE (session, seq) IN (SELECT session, seq FROM events WHERE at < ? LIMIT ?)")
+            .bind(.integer(cutoff.milliseconds), .int(limit)).run()
+        try db.statement("DELETE FROM deliveries WHERE at < ?").bind(.integer(cutoff.milliseconds)).run()
     }
 
     static func countAfter(_ session: String, seq: Int64, _ db: Database) throws -> Int {

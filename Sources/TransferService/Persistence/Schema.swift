@@ -78,5 +78,12 @@ enum Schema {
         ) STRICT;
         CREATE INDEX deliveries_by_session ON deliveries(session, at);
         """),
+        Migration(4, """
+        -- Start-up counts tasks by state per session and the retention sweep finds old completed
+        -- tasks; both from small indexes, never by reading the task documents.
+        CREATE INDEX tasks_by_state ON tasks(session, state);
+        CREATE INDEX tasks_completed_at ON tasks(completed_at) WHERE completed_at IS NOT NULL;
+        CREATE INDEX events_by_time ON events(at);
+        """),
     ]
 }

@@ -115,8 +115,7 @@ final class TaskStore: Sendable {
                 row.deliveredThrough = s.int64(8)
                 result.append(row)
             }
-            let lastSeqs = try EventStore.lastSeqs(db)
-            for i in result.indices { result[i].lastEventSeq = lastSeqs[result[i].identifier] ?? 0 }
+            for i in result.indices { result[i].lastEventSeq = try EventStore.lastSeq(result[i].identifier, db) }
             return result
         }
     }
@@ -132,21 +131,38 @@ final class TaskStore: Sendable {
         }
     }
 
-    /// Per session: task counts by state and the highest sequence, from the indexes alone.
-    func loadSessionSummaries() throws -> [String: (counts: [TaskState: Int], maxSequence: Int64)] {
+    /// Per session: task counts by state and the highest sequence, from the indexes alone (an
+    /// index-only count per session and state, and one index probe for the maximum).
+    func loadSessionSummaries(_ sessions: [String]) throws -> [String: (counts: [TaskState: Int], maxSequence: Int64)] {
         try reader.read { db in
             var result: [String: (counts: [TaskState: Int], maxSequence: Int64)] = [:]
-            let counts = try db.statement("SELECT session, state, count(*) FROM tasks GROUP BY session, state")
-            defer { counts.reset() }
-            while try counts.step() {
-                if let state = counts.text(1).flatMap(TaskState.init(rawValue:)) {
-                    result[counts.text(0)!, default: ([:], 0)].counts[state] = counts.int(2)
+            let count = try db.statement("SELECT count(*) FROM tasks WHERE session = ? AND state = ?")
+            let maximum = try db.statement("SELECT max(sequence) FROM tasks WHERE session = ?")
+            for session in sessions {
+                var counts: [TaskState: Int] = [:]
+                for state in TaskState.allCases {
+                    try count.bind(.text(session), .text(state.rawValue))
+                    if try count.step() { counts[state] = count.int(0) }
+                    count.reset()
                 }
+                try maximum.bind(.text(session))
+                let max = try maximum.step() ? maximum.int64(0) : 0
+                maximum.reset()
+                result[session] = (counts, max)
             }
-            let maxima = try db.statement("SELECT session, max(sequence) FROM tasks GROUP BY session")
-            defer { maxima.reset() }
-            while try maxima.step() { result[maxima.text(0)!, default: ([:], 0)].maxSequence = maxima.int64(1) }
             return result
+        }
+    }
+
+    /// Completed tasks whose completion is older than `cutoff`, oldest first (the retention sweep).
+    func completedBefore(_ cutoff: Timestamp, limit: Int) throws -> [TaskRecord] {
+        try reader.read { db in
+            let s = try db.statement("SELECT doc FROM tasks WHERE completed_at IS NOT NULL AND completed_at < ? ORDER BY completed_at LIMIT ?")
+            try s.bind(.integer(cutoff.milliseconds), .int(limit))
+            defer { s.reset() }
+            var out: [TaskRecord] = []
+            while try s.step() { if let t = TaskStore.decode(s.text(0)) { out.append(t) } }
+            return out
         }
     }
 

@@ -19,6 +19,8 @@ final class TaskEntry: @unchecked Sendable {
     /// Long-polls (`GET …?wait=`) waiting for completion.
     var completionWaiters: [@Sendable (TaskRecord) -> Void] = []
     var deleted = false
+    /// A cancel asked for resume data.
+    var produceResumeData = false
     /// The last progress sample (monotonic ns, bytes moved) and the rate measured up to it.
     private var sample: (at: UInt64, bytes: Int64) = (0, 0)
     private var rate: Double = 0

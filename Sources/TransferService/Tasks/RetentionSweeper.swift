@@ -1,8 +1,8 @@
 import Reactor
 
 /// Deletes what the retention period (`--retention`) has run out on, every `interval` seconds:
-/// client blobs older than the period that no unfinished task needs, and sessions invalidated
-/// longer ago than the period whose events nobody acknowledged.
+/// completed tasks (with their bodies and the files transferd keeps for them), events, client
+/// blobs that no unfinished task needs, and sessions invalidated longer ago than the period.
 final class RetentionSweeper: Sendable {
     private let coordinator: TaskCoordinator
     private let retention: Double
@@ -27,9 +27,28 @@ final class RetentionSweeper: Sendable {
         }
     }
 
+    /// Completed tasks past the period: durable ones found in the store, ephemeral ones in memory.
+    private func sweepTasks(before cutoff: Timestamp) {
+        let stored = (try? coordinator.store?.completedBefore(cutoff, limit: 1000)) ?? []
+        for record in stored {
+            guard let session = coordinator.registry.session(record.session) else { continue }
+            coordinator.forget(session, record.id) { _ in }
+        }
+        for session in coordinator.registry.all where !session.mode.isDurable {
+            let old = session.locked {
+                session.tasks.values.filter { $0.record.completedAt.map { $0 < cutoff } ?? false }.map(\.record.id)
+            }
+            for id in old { coordinator.forget(session, id) { _ in } }
+        }
+    }
+
     /// One pass (on the file-work queue): bounded, so a backlog is worked off over several passes.
     func sweep() {
         let cutoff = Timestamp.now().adding(seconds: -retention)
+        sweepTasks(before: cutoff)
+        if let store = coordinator.store {
+            store.writer.submit({ try EventStore.deleteOlder(than: cutoff, limit: 10_000, $0) }) { _ in }
+        }
         for session in coordinator.registry.all where session.locked({ session.invalidatedAt.map { $0 < cutoff } ?? false }) {
             coordinator.remove(session) {}
         }

@@ -1,46 +1,99 @@
 import Glibc
 import HTTPServer
+import Reactor
 import Store
 import TransferEngine
 
 extension TaskCoordinator {
-    /// A transfer attempt ended (on the file-work queue): settle its output file, then the task.
+    /// A transfer attempt ended (on the file-work queue): settle its output file, then the task —
+    /// completed, retried, or left for a later attempt.
     func transferEnded(_ handle: TransferHandle, _ outcome: TransferOutcome, entry: TaskEntry, in session: SessionState) {
-        let taken: (TaskOutput?, TaskRecord, TaskEntry.AfterStop)? = session.locked {
+        let taken: (TaskOutput?, TaskRecord, TaskEntry.AfterStop, Bool, SessionConfiguration)? = session.locked {
             guard entry.transfer === handle else { return nil }
             entry.transfer = nil
             defer { entry.output = nil; entry.afterStop = .nothing }
             var record = entry.record
             TaskCoordinator.absorb(outcome, into: &record)
+            record.validator = TaskCoordinator.validator(outcome.response) ?? record.validator
             entry.record = record
-            return (entry.output, record, entry.afterStop)
+            return (entry.output, record, entry.afterStop, entry.produceResumeData, session.configuration)
         }
-        guard let (output, record, afterStop) = taken else { return }
+        guard let (output, record, afterStop, wantsResumeData, configuration) = taken else { return }
 
         switch outcome.stopReason {
         case .suspended?, .shutdown?:
             // The partial file stays for the next attempt; the validator says whether it may continue.
             output?.keep()
             var kept = record
-            kept.validator = TaskCoordinator.validator(outcome.response) ?? record.validator
             kept.phase = .waiting
             commit(kept, of: entry, in: session, then: { [self] in
                 if afterStop == .resume { startTransfer(entry, in: session) }
             })
         case .cancelled?:
-            output?.discard()
-            complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled"))
+            let resumeData = wantsResumeData ? keepForResume(record, output: output) : nil
+            if resumeData == nil { output?.discard() }
+            complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled", resumeData: resumeData))
         case .resourceTimeout?:
             output?.discard()
             complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
         case nil:
+            let policy = RetryPolicy(configuration: configuration, mode: session.mode)
+            let deadline = record.createdAt.adding(seconds: configuration.timeoutResource)
             if let failure = outcome.failure {
-                output?.discard()
-                complete(entry, in: session, error: TaskError(failure))
+                if let delay = policy.delay(after: .failure(failure), attempts: record.metrics.attempts, deadline: deadline) {
+                    return retry(entry, in: session, after: delay, keeping: output, failure: TaskError(failure))
+                }
+                // Out of attempts: a download the network cut short leaves resume data (not one
+                // that failed on its own side, such as a full disk).
+                let resumeData = failure.isTransient ? keepForResume(record, output: output) : nil
+                if resumeData == nil { output?.discard() }
+                var error = TaskError(failure)
+                error.resumeData = resumeData
+                complete(entry, in: session, error: error)
+            } else if let status = outcome.response?.status,
+                      let delay = policy.delay(after: .status(status, retryAfter: outcome.response.flatMap(RetryAfter.seconds)),
+                                               attempts: record.metrics.attempts, deadline: deadline)
+            {
+                // A status the session retries: what came with it is not the body wanted.
+                output?.truncate()
+                retry(entry, in: session, after: delay, keeping: output,
+                      failure: TaskError(code: .badServerResponse, message: "HTTP \(status)"))
             } else {
                 finishSuccessfully(outcome, output: output, entry: entry, in: session)
             }
         }
+    }
+
+    /// Schedules the next attempt: phase `retrying` with `next_attempt_at`, the partial file kept
+    /// (a download continues from its offset where the origin allows).
+    private func retry(_ entry: TaskEntry, in session: SessionState, after delay: Double, keeping output: TaskOutput?,
+                       failure: TaskError)
+    {
+        output?.keep()
+        var waiting = session.locked { entry.record }
+        waiting.phase = .retrying
+        waiting.nextAttemptAt = Timestamp.now().adding(seconds: delay)
+        logger.info("retrying", metadata: ["task": .string("\(session.identifier)/\(waiting.id)"), "after_s": .stringConvertible(delay),
+                                           "reason": .string(failure.message)])
+        commit(waiting, of: entry, in: session, then: { [self] in
+            clock.execute { [self] in
+                clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
+                    let due = session.locked { entry.record.state == .running && entry.record.phase == .retrying && entry.transfer == nil }
+                    if due { startTransfer(entry, in: session) }
+                }
+            }
+        })
+    }
+
+    /// Keeps a download's partial file and returns resume data for it, when there is something to
+    /// resume: bytes on disk and a validator to send with `If-Range`.
+    func keepForResume(_ record: TaskRecord, output: TaskOutput?) -> String? {
+        guard record.kind == .download, let output, let validator = record.validator else { return nil }
+        let offset = output.existingSize
+        guard offset > 0, let partial = output.keepForResume(as: TaskCoordinator.resumeName(for: record)) else { return nil }
+        let data = ResumeData(url: record.currentURL ?? record.url, validator: validator, offset: offset,
+                              partial: partial, destination: record.destination, origin: "\(record.session)/\(record.id)")
+        return data.token(key: resumeKey)
     }
 
     private func finishSuccessfully(_ outcome: TransferOutcome, output: TaskOutput?, entry: TaskEntry, in session: SessionState) {

@@ -86,6 +86,7 @@ extension TaskCoordinator {
             if entry.record.isCompleted { return (nil, entry.record) }
             entry.completionWaiters.append(completion)
             entry.afterStop = .nothing
+            entry.produceResumeData = produceResumeData
             guard let handle = entry.transfer else { return (nil, nil) }
             session.count(from: entry.record.state, to: .canceling)
             entry.record.state = .canceling
@@ -97,8 +98,10 @@ extension TaskCoordinator {
         } else {
             // Suspended, or waiting to retry: nothing runs, so the task completes here.
             fileWork.async { [self] in
-                discardPartialOutput(of: session.locked { entry.record }, session: session)
-                complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled"))
+                let record = session.locked { entry.record }
+                let resumeData = produceResumeData ? settlePartialOutput(of: record, session: session) : nil
+                if !produceResumeData { discardPartialOutput(of: record, session: session) }
+                complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled", resumeData: resumeData))
             }
         }
     }
@@ -147,7 +150,8 @@ extension TaskCoordinator {
         forget(session, id, completion: completion)
     }
 
-    private func forget(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, APIError>) -> Void) {
+    /// Removes a completed task: its row, its spooled body, and the files transferd keeps for it.
+    func forget(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, APIError>) -> Void) {
         guard let record = try? record(session, id) else { return completion(.failure(APIError.notFound("task \(id)"))) }
         let ownedBlob = TaskCoordinator.ownedBlob(of: record)
         persist(session, { db in
@@ -167,6 +171,8 @@ extension TaskCoordinator {
             fileWork.async { [self] in
                 for path in owned { unlink(path) }
                 removeOwnedBlobFile(of: record)
+                // A partial file kept for resume data goes with its task.
+                if record.error?.resumeData != nil { discardPartialOutput(of: record, session: session) }
             }
             completion(.success(()))
         }

@@ -16,6 +16,25 @@ struct IdempotencyClaim: Sendable {
 }
 
 extension TaskCoordinator {
+    /// Verifies each `resume_data` and takes from it what the request left out: the URL and the
+    /// destination. A tampered token is 422 `resume_data_invalid`.
+    func resolveResumeData(_ requests: inout [TaskCreationRequest]) throws(APIError) {
+        for i in requests.indices {
+            guard let token = requests[i].resumeToken else { continue }
+            var data: ResumeData
+            do {
+                data = try ResumeData.parse(token, key: resumeKey)
+            } catch {
+                var located = error
+                if requests.count > 1 { located.field = "tasks[\(i)].resume_data" }
+                throw located
+            }
+            if requests[i].url.isEmpty { requests[i].url = data.url } else { data.url = requests[i].url }
+            if requests[i].destination == nil { requests[i].destination = data.destination }
+            requests[i].resumeFrom = data
+        }
+    }
+
     /// A `download.destination` must lie inside an `--allow-path` root (no `..`, no symlink out)
     /// and its directory must exist: checked when the task is created, so a bad path is a 4xx now
     /// rather than a failed task later.
@@ -177,6 +196,8 @@ extension TaskCoordinator {
         record.checksumSHA256 = request.checksumSHA256
         record.beginAt = request.beginAt
         record.currentURL = request.url
+        record.resumeFrom = request.resumeFrom
+        record.validator = request.resumeFrom?.validator
         record.idempotencyKey = idempotency?.key
         record.idempotencyHash = idempotency?.bodyHash
         if case .inline(let bytes)? = request.body { record.progress.bytesExpectedToSend = Int64(bytes.count) }

@@ -6,8 +6,9 @@ extension TaskCoordinator {
     /// a background task continues, a default one completes with `interrupted`.
     func recover() throws {
         guard let store else { return }
-        let summaries = try store.loadSessionSummaries()
-        for row in try store.loadSessions() {
+        let rows = try store.loadSessions()
+        let summaries = try store.loadSessionSummaries(rows.map(\.identifier))
+        for row in rows {
             guard let mode = SessionMode(rawValue: row.mode),
                   let json = try? JSONParser.parse(Array(row.configuration.utf8)),
                   let configuration = try? SessionConfiguration.parse(json)
@@ -49,8 +50,14 @@ extension TaskCoordinator {
             }
         }
         for (entry, session, error) in toEnd {
-            discardPartialOutput(of: entry.record, session: session)
-            complete(entry, in: session, error: error)
+            // An interrupted download leaves resume data where it can be continued.
+            var ending = error
+            if error.code == .interrupted {
+                ending.resumeData = settlePartialOutput(of: entry.record, session: session)
+            } else {
+                discardPartialOutput(of: entry.record, session: session)
+            }
+            complete(entry, in: session, error: ending)
         }
         for (entry, session) in toStart { startTransfer(entry, in: session) }
         for session in registry.all {
@@ -60,22 +67,29 @@ extension TaskCoordinator {
             updateDelegateChannel(session)
         }
         sweepOrphanDirectories()
+        sweepOrphanPartialFiles()
+    }
+
+    /// Temporary files of the data directory that belong to no unfinished task (an attempt cut
+    /// short) are removed. Files kept for resume data (`.resume`) go with their task.
+    private func sweepOrphanPartialFiles() {
+        for session in registry.all where session.mode.isDurable {
+            let live = session.locked { Set(session.tasks.values.filter { !$0.record.isCompleted }.map(\.record.id)) }
+            for directory in [layout.filesDirectory(session.identifier), layout.bodiesDirectory(session.identifier)] {
+                for name in DataLayout.entries(of: directory) where name.hasPrefix(".") && name.hasSuffix(".part") {
+                    let id = String(name.dropFirst().dropLast(5))
+                    if !live.contains(id) { unlink(directory + "/" + name) }
+                }
+            }
+        }
     }
 
     /// Session directories with no stored session (ephemeral sessions of an earlier run, sessions
     /// whose removal was cut short) are removed.
     private func sweepOrphanDirectories() {
         let root = layout.root + "/sessions"
-        guard let dir = opendir(root) else { return }
-        var orphans: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name == "." || name == ".." { continue }
-            if registry.session(name) == nil { orphans.append(root + "/" + name) }
+        for name in DataLayout.entries(of: root) where registry.session(name) == nil {
+            DataLayout.removeTree(root + "/" + name)
         }
-        closedir(dir)
-        for path in orphans { DataLayout.removeTree(path) }
     }
 }

@@ -21,6 +21,7 @@ extension TaskCoordinator {
         }
         let output: TaskOutput?
         do {
+            if let resume = record.resumeFrom { adoptPartial(resume, for: record, session: session) }
             output = try openOutput(for: record, session: session)
         } catch {
             TaskCoordinator.closeFiles(of: body.0)
@@ -97,16 +98,50 @@ extension TaskCoordinator {
         }
     }
 
+    /// A task made from resume data takes the partial file over, moving it to its own temporary
+    /// name. When that cannot be done (the file is gone, or on another file system) the download
+    /// starts from zero: resume data is a hint, never a reason to fail.
+    func adoptPartial(_ resume: ResumeData, for record: TaskRecord, session: SessionState) {
+        if let location = try? outputLocation(for: record, session: session) {
+            if renameat(AT_FDCWD, resume.partial, location.directoryFD, location.temporaryName) != 0 {
+                logger.info("resume data's partial file not taken over; starting from zero",
+                            metadata: ["task": .string("\(session.identifier)/\(record.id)"), "partial": .string(resume.partial)])
+            }
+            close(location.directoryFD)
+        }
+        session.locked { session.tasks[record.id]?.record.resumeFrom = nil }
+    }
+
     /// Opens (or reopens, to continue it) the temporary file a task writes.
     func openOutput(for record: TaskRecord, session: SessionState) throws(TaskFileError) -> TaskOutput? {
         try outputLocation(for: record, session: session).map { location throws(TaskFileError) in try TaskOutput(location) }
+    }
+
+    /// A task that will not run again: resume data for its partial file when it can be resumed
+    /// (the file is kept), otherwise the file is removed.
+    func settlePartialOutput(of record: TaskRecord, session: SessionState) -> String? {
+        guard record.kind == .download, record.validator != nil, let output = try? openOutput(for: record, session: session) else {
+            discardPartialOutput(of: record, session: session)
+            return nil
+        }
+        if let token = keepForResume(record, output: output) { return token }
+        output.discard()
+        return nil
     }
 
     /// Removes a partial file left by an earlier attempt (the task will not continue it).
     func discardPartialOutput(of record: TaskRecord, session: SessionState) {
         guard let location = try? outputLocation(for: record, session: session) else { return }
         unlinkat(location.directoryFD, location.temporaryName, 0)
+        unlinkat(location.directoryFD, TaskCoordinator.resumeName(for: record), 0)
         close(location.directoryFD)
+    }
+
+    /// The name a partial file kept for resume data takes: the temporary name with `.resume` for
+    /// `.part`.
+    static func resumeName(for record: TaskRecord) -> String {
+        let temporary = record.destination == nil ? "." + record.id + ".part" : temporaryName(for: record)
+        return String(temporary.dropLast(5)) + ".resume"
     }
 
     /// A temporary name beside a client's destination: hidden, marked as ours, unique per task,

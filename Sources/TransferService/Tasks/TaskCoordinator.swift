@@ -19,6 +19,8 @@ final class TaskCoordinator: @unchecked Sendable {
     let allowedRoots: AllowedRoots
     let limits: Limits
     let logger: Logger
+    /// Signs resume data (see `ResumeData`).
+    let resumeKey: [UInt8]
     /// Timers of the service (long-poll deadlines), on a loop of their own.
     let clock: EventLoop
     /// Blocking file work (fsync, rename, hashing) happens here, never on an event loop.
@@ -35,8 +37,9 @@ final class TaskCoordinator: @unchecked Sendable {
     }
 
     init(store: TaskStore?, blobs: BlobStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots,
-         limits: Limits, logger: Logger)
+         limits: Limits, resumeKey: [UInt8], logger: Logger)
     {
+        self.resumeKey = resumeKey
         self.store = store
         self.blobs = blobs
         self.engine = engine

@@ -15,6 +15,9 @@ struct TaskCreationRequest: Sendable {
     var beginAt: Timestamp?
     var description: String?
     var start: Bool
+    /// `resume_data` as given; `resumeFrom` once verified (`TaskCoordinator.resolveResumeData`).
+    var resumeToken: String?
+    var resumeFrom: ResumeData?
 
     static func parse(_ value: JSONValue, field: String) throws(APIError) -> TaskCreationRequest {
         var r = try ObjectReader(value, path: field)
@@ -26,16 +29,26 @@ struct TaskCreationRequest: Sendable {
         if let id, !IdentifierValidation.isValid(id) {
             throw APIError.invalid(r.field("id"), "must be 1–200 characters of A-Z a-z 0-9 . _ - (not . or ..)")
         }
-        guard var request = try r.object("request") else { throw APIError.invalid(r.field("request"), "is required") }
-        let url = try request.requiredString("url", maxLength: 8192)
-        try validateURL(url, field: request.field("url"))
-        let method = try request.string("method", maxLength: 32) ?? (kind == .upload ? "PUT" : "GET")
-        guard !method.isEmpty, method.utf8.allSatisfy(HeaderValidation.isTokenChar) else {
-            throw APIError.invalid(request.field("method"), "is not a valid HTTP method")
+        let resumeToken = try r.string("resume_data", maxLength: 64 * 1024)
+        if resumeToken != nil && kind != .download {
+            throw APIError.invalid(r.field("resume_data"), "is only for download tasks")
         }
-        let headers = try HeaderValidation.validate(try request.stringMap("headers") ?? [], field: request.field("headers"))
-        let inlineBody = try parseBody(&request)
-        try request.finish()
+        // A download made from resume data needs no request: the URL is in the data.
+        var request = try r.object("request")
+        if request == nil && resumeToken != nil { request = try ObjectReader(.object([]), path: "request") }
+        guard request != nil else { throw APIError.invalid(r.field("request"), "is required") }
+        let url = try request!.string("url", maxLength: 8192) ?? ""
+        if resumeToken == nil || !url.isEmpty {
+            guard !url.isEmpty else { throw APIError.invalid(request!.field("url"), "is required") }
+            try validateURL(url, field: request!.field("url"))
+        }
+        let method = try request!.string("method", maxLength: 32) ?? (kind == .upload ? "PUT" : "GET")
+        guard !method.isEmpty, method.utf8.allSatisfy(HeaderValidation.isTokenChar) else {
+            throw APIError.invalid(request!.field("method"), "is not a valid HTTP method")
+        }
+        let headers = try HeaderValidation.validate(try request!.stringMap("headers") ?? [], field: request!.field("headers"))
+        let inlineBody = try parseBody(&request!)
+        try request!.finish()
         let uploadBody = try parseUpload(&r)
         if inlineBody != nil && uploadBody != nil {
             throw APIError.invalid(r.field("upload"), "give the body either as request.body or as upload, not both")
@@ -78,7 +91,7 @@ struct TaskCreationRequest: Sendable {
         try r.finish()
         return TaskCreationRequest(id: id, kind: kind, url: url, method: method, headers: headers, body: body,
                                    multipart: multipart, destination: destination, checksumSHA256: checksum, priority: priority,
-                                   beginAt: beginAt, description: description, start: start)
+                                   beginAt: beginAt, description: description, start: start, resumeToken: resumeToken)
     }
 
     /// Only absolute http and https URLs (PRODUCT.md "Security"), as curl parses them.

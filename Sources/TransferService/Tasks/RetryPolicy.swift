@@ -1,0 +1,49 @@
+import TransferEngine
+
+/// Whether and when a failed attempt is tried again (PRODUCT.md `retry`, `waits_for_connectivity`,
+/// `timeout_resource_s`): transient failures — no connection, a reset, an idle timeout, a status
+/// listed in `on_http_status`, a 429 with Retry-After — back off exponentially with jitter, within
+/// `max_attempts` and the task's resource deadline. A session that waits for connectivity keeps
+/// trying connection failures until the deadline, however many attempts that takes.
+struct RetryPolicy {
+    let configuration: SessionConfiguration
+    let mode: SessionMode
+
+    enum Cause {
+        case failure(TransferFailure)
+        case status(Int, retryAfter: Double?)
+    }
+
+    /// The delay before the next attempt, or nil when this attempt was the last.
+    func delay(after cause: Cause, attempts: Int, deadline: Timestamp, now: Timestamp = .now()) -> Double? {
+        let retry = configuration.retry
+        var floor: Double = 0
+        switch cause {
+        case .failure(let failure):
+            guard failure.isTransient else { return nil }
+            let waitsForever = configuration.waitsForConnectivity(mode: mode) && failure.isConnectivity
+            guard waitsForever || attempts < retry.maxAttempts else { return nil }
+        case .status(let status, let retryAfter):
+            let listed = retry.onHTTPStatus.contains(status)
+            guard listed || (status == 429 && retryAfter != nil), attempts < retry.maxAttempts else { return nil }
+            floor = retryAfter ?? 0
+        }
+        let exponential = retry.backoffInitial * pow2(attempts - 1)
+        let backoff = min(retry.backoffMax, exponential) * Double.random(in: 0.75...1.25)
+        let delay = max(floor, backoff)
+        // No attempt that could not even start before the deadline.
+        guard now.adding(seconds: delay) < deadline else { return nil }
+        return delay
+    }
+
+    private func pow2(_ n: Int) -> Double {
+        n <= 0 ? 1 : Double(1 << min(n, 30))
+    }
+}
+
+extension TransferFailure {
+    /// Failures of reaching the host at all: what `waits_for_connectivity` waits out.
+    var isConnectivity: Bool {
+        code == .cannotConnectToHost || code == .cannotFindHost || code == .networkConnectionLost
+    }
+}

@@ -1,0 +1,88 @@
+import HTTPServer
+import Testing
+import TransferEngine
+@testable import TransferService
+
+struct ResumeDataTests {
+    let key = [UInt8](repeating: 7, count: 32)
+    let data = ResumeData(url: "https://example.com/a.iso", validator: "\"etag-1\"", offset: 123_456,
+                          partial: "/data/sessions/s/files/.t.resume", destination: nil, origin: "s/t")
+
+    @Test func roundTrips() throws {
+        #expect(try ResumeData.parse(data.token(key: key), key: key) == data)
+    }
+
+    @Test func isReadableJSON() throws {
+        let json = try JSONParser.parse(try #require(Base64.decode(data.token(key: key))))
+        #expect(json["offset"]?.intValue == 123_456)
+        #expect(json["url"]?.stringValue == "https://example.com/a.iso")
+        #expect(json["signature"]?.stringValue?.count == 64)
+    }
+
+    @Test func anyChangeIsRefused() throws {
+        // The same token with the offset changed, signature untouched.
+        var altered = data
+        altered.offset = 0
+        var json = try JSONParser.parse(try #require(Base64.decode(altered.token(key: key))))
+        guard case .object(var members) = json else { Issue.record("not an object"); return }
+        let original = try JSONParser.parse(try #require(Base64.decode(data.token(key: key))))
+        members.removeAll { $0.0 == "signature" }
+        members.append(("signature", original["signature"]!))
+        json = .object(members)
+        var writer = JSONWriter()
+        writer.value(json)
+        for token in [Base64.encode(writer.bytes), "not base64!", Base64.encode(Array("{}".utf8)), ""] {
+            #expect(throws: APIError.self) { try ResumeData.parse(token, key: key) }
+        }
+        // Another key (another transferd) refuses it too.
+        #expect(throws: APIError.self) { try ResumeData.parse(data.token(key: key), key: [UInt8](repeating: 8, count: 32)) }
+    }
+}
+
+struct RetryPolicyTests {
+    func policy(_ json: String, mode: SessionMode = .default) throws -> RetryPolicy {
+        RetryPolicy(configuration: try SessionConfiguration.parse(try JSONParser.parse(Array(json.utf8))), mode: mode)
+    }
+
+    let far = Timestamp.now().adding(seconds: 86_400)
+    let reset = TransferFailure(.networkConnectionLost, "reset")
+
+    @Test func transientFailuresBackOffExponentiallyWithinMaxAttempts() throws {
+        let p = try policy(#"{"retry": {"max_attempts": 4, "backoff_initial_s": 1, "backoff_max_s": 300}}"#)
+        let delays = (1...3).map { p.delay(after: .failure(reset), attempts: $0, deadline: far) ?? -1 }
+        #expect(delays[0] >= 0.75 && delays[0] <= 1.25)
+        #expect(delays[1] >= 1.5 && delays[1] <= 2.5)
+        #expect(delays[2] >= 3 && delays[2] <= 5)
+        #expect(p.delay(after: .failure(reset), attempts: 4, deadline: far) == nil)
+    }
+
+    @Test func backoffIsCapped() throws {
+        let p = try policy(#"{"retry": {"max_attempts": 50, "backoff_initial_s": 1, "backoff_max_s": 10}}"#)
+        #expect(try #require(p.delay(after: .failure(reset), attempts: 20, deadline: far)) <= 12.5)
+    }
+
+    @Test func permanentFailuresAreNotRetried() throws {
+        let p = try policy("{}")
+        for code in [TransferErrorCode.unsupportedURL, .tooManyRedirects, .blockedByPolicy, .cannotWriteToFile, .serverCertificateUntrusted] {
+            #expect(p.delay(after: .failure(TransferFailure(code, "x")), attempts: 1, deadline: far) == nil)
+        }
+    }
+
+    @Test func statusesOnlyWhenListedAnd429WithRetryAfter() throws {
+        let p = try policy(#"{"retry": {"on_http_status": [503]}}"#)
+        #expect(p.delay(after: .status(503, retryAfter: nil), attempts: 1, deadline: far) != nil)
+        #expect(p.delay(after: .status(500, retryAfter: nil), attempts: 1, deadline: far) == nil)
+        #expect(p.delay(after: .status(429, retryAfter: nil), attempts: 1, deadline: far) == nil)
+        #expect(try #require(p.delay(after: .status(429, retryAfter: 30), attempts: 1, deadline: far)) >= 30)
+        #expect(try #require(p.delay(after: .status(503, retryAfter: 20), attempts: 1, deadline: far)) >= 20)
+    }
+
+    @Test func waitingForConnectivityIgnoresMaxAttemptsButNotTheDeadline() throws {
+        let p = try policy(#"{"retry": {"max_attempts": 2}}"#, mode: .background)
+        let refused = TransferFailure(.cannotConnectToHost, "refused")
+        #expect(p.delay(after: .failure(refused), attempts: 10, deadline: far) != nil)
+        #expect(p.delay(after: .failure(refused), attempts: 10, deadline: Timestamp.now().adding(seconds: 0.1)) == nil)
+        // A default session does not wait for connectivity unless told to.
+        #expect(try policy(#"{"retry": {"max_attempts": 2}}"#).delay(after: .failure(refused), attempts: 10, deadline: far) == nil)
+    }
+}
