@@ -56,6 +56,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Reactor"]),
         .testTarget(name: "TransferEngineTests", dependencies: [

@@ -9,7 +9,12 @@ public enum MonotonicClock {
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 
+    /// `seconds` from now, saturating at `UInt64.max` ("never"): a deadline centuries ahead (a
+    /// far-future `begin_at`) must not trap converting to nanoseconds.
     public static func after(seconds: Double) -> UInt64 {
-        now() &+ UInt64(max(0, seconds) * 1_000_000_000)
+        let start = now()
+        let nanoseconds = max(0, seconds) * 1_000_000_000
+        guard nanoseconds < Double(UInt64.max - start) else { return UInt64.max }
+        return start + UInt64(nanoseconds)
     }
 }

@@ -68,8 +68,14 @@ struct TimestampTests {
         #expect(Timestamp(rfc3339: "2026-11-18T11:06:40Z")?.milliseconds == 1_795_000_000_000)
     }
 
-    @Test(arguments: ["", "2026-11-18", "2026-13-01T00:00:00Z", "2026-11-18T08:26:40", "2026-11-18T25:00:00Z", "yesterday"])
+    @Test(arguments: ["", "2026-11-18", "2026-13-01T00:00:00Z", "2026-11-18T08:26:40", "2026-11-18T25:00:00Z", "yesterday",
+                      "2026-02-29T00:00:00Z", "2100-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-02-00T00:00:00Z"])
     func refusesMalformed(_ text: String) {
         #expect(Timestamp(rfc3339: text) == nil)
+    }
+
+    @Test(arguments: ["2028-02-29T00:00:00Z", "2000-02-29T00:00:00Z", "2026-12-31T23:59:59Z", "2026-04-30T00:00:00Z"])
+    func acceptsTheLastDayOfEachMonth(_ text: String) {
+        #expect(Timestamp(rfc3339: text)?.rfc3339.hasPrefix(String(text.prefix(19))) == true)
     }
 }

@@ -50,7 +50,8 @@ public struct Timestamp: Sendable, Comparable, Hashable {
         guard b.count >= 20, let year = num(0, 4), b[4] == 0x2D, let month = num(5, 2), b[7] == 0x2D,
               let day = num(8, 2), b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20, let hour = num(11, 2), b[13] == 0x3A,
               let minute = num(14, 2), b[16] == 0x3A, let second = num(17, 2),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+              (1...12).contains(month), (1...Timestamp.days(inMonth: month, of: year)).contains(day),
+              hour < 24, minute < 60, second < 61
         else { return nil }
         var i = 19
         var millis = 0
@@ -84,5 +85,14 @@ public struct Timestamp: Sendable, Comparable, Hashable {
         parts.tm_sec = Int32(min(second, 59))
         let epoch = timegm(&parts)
         milliseconds = (Int64(epoch) - Int64(offset)) * 1000 + Int64(millis)
+    }
+
+    /// Days in `month` (1–12) of the proleptic Gregorian `year` (RFC 3339 §5.7).
+    static func days(inMonth month: Int, of year: Int) -> Int {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
     }
 }
