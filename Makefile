@@ -31,9 +31,11 @@ integration: build
 	@scripts/install-deps.sh test
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
 
-## make bench: the benchmark scripts in bench/ (they install nginx, wrk, curl, aria2 if missing).
+## make bench: the benchmark scripts in bench/ (they install nginx, wrk, curl, aria2 if missing),
+## each printing ratios against anchors measured in the same run.
+BENCHES ?= http downloads uploads
 bench: build
-	bench/http.sh
+	@for b in $(BENCHES); do echo "== bench/$$b.sh"; bench/$$b.sh || exit 1; done
 
 clean:
 	rm -rf .build

@@ -33,6 +33,7 @@
 #   BENCH_WRK_DURATION [10s]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 RUNS=${BENCH_RUNS:-3}
 OUT_PARENT=${BENCH_OUT:-/tmp}
@@ -52,44 +53,15 @@ GIB=1073741824
 MIB64=67108864
 KIB16=16384
 
-log() { echo "$*" >&2; }
 want() { [[ ",$ONLY," == *",$1,"* ]]; }
 
-# --- tools: nginx, curl, aria2, wrk from Debian, installed only when missing ---------------------
-install_tools() {
-  local need=()
-  command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
-  command -v curl >/dev/null 2>&1 || need+=(curl)
-  command -v aria2c >/dev/null 2>&1 || need+=(aria2)
-  command -v wrk >/dev/null 2>&1 || need+=(wrk)
-  [ ${#need[@]} -eq 0 ] && return
-  log "installing ${need[*]}"
-  local sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${need[@]}" >/dev/null 2>&1 || {
-    $sudo_cmd apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${need[@]}" >/dev/null
-  }
-}
-
 # --- source data: generated once under /tmp, reused while the sizes are right ---------------------
-size_is() { [ -f "$1" ] && [ "$(stat -c %s "$1")" = "$2" ]; }
-
 generate_data() {
   mkdir -p "$DATA/mid" "$DATA/small"
-  local changed=0 i f
-  if ! size_is "$DATA/big.bin" $GIB; then
-    log "generating $DATA/big.bin (1 GiB)"
-    head -c $GIB /dev/urandom >"$DATA/big.bin.tmp" && mv "$DATA/big.bin.tmp" "$DATA/big.bin"
-    changed=1
-  fi
+  local changed=0 i
+  ensure_random_file "$DATA/big.bin" $GIB && changed=1
   for i in $(seq -w 0 15); do
-    f="$DATA/mid/m$i.bin"
-    if ! size_is "$f" $MIB64; then
-      log "generating $f (64 MiB)"
-      head -c $MIB64 /dev/urandom >"$f.tmp" && mv "$f.tmp" "$f"
-      changed=1
-    fi
+    ensure_random_file "$DATA/mid/m$i.bin" $MIB64 && changed=1
   done
   if [ "$(find "$DATA/small" -name 's*.bin' -size ${KIB16}c | wc -l)" != 2000 ]; then
     log "generating $DATA/small (2,000 x 16 KiB)"
@@ -113,108 +85,22 @@ EOF
   chmod 644 "$DATA/big.bin" "$DATA"/mid/*.bin "$DATA"/small/*.bin
 }
 
-# --- scratch space, services and cleanup -----------------------------------------------------------
-work=""
+# --- services -------------------------------------------------------------------------------------
 out=""
-transferd_pid=""
-nginx_pid=""
-cleanup() {
-  [ -n "$transferd_pid" ] && kill -TERM "$transferd_pid" 2>/dev/null && wait "$transferd_pid" 2>/dev/null || true
-  [ -n "$nginx_pid" ] && kill -QUIT "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null || true
-  [ -n "$out" ] && rm -rf "$out"
-  [ -n "$work" ] && rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-wait_for() {  # url [curl args...]: until it answers 200, at most 20 s
-  local url=$1; shift
-  for _ in $(seq 200); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$@" "$url" || true)" = 200 ] && return 0
-    sleep 0.1
-  done
-  log "no answer from $url"
-  return 1
-}
-
-start_nginx() {
-  nport=$(free_port)
+start_origin() {  # nginx serving $DATA, plus the static anchor of the task GET workload
   mkdir -p "$work/www"
-  chmod 755 "$work" "$work/www"
-  cat >"$work/nginx.conf" <<EOF
-worker_processes auto;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    sendfile on;
-    client_body_temp_path $work/client_body;
-    proxy_temp_path $work/proxy;
-    fastcgi_temp_path $work/fastcgi;
-    uwsgi_temp_path $work/uwsgi;
-    scgi_temp_path $work/scgi;
-    types { application/json json; }
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$nport;
-        root $DATA;
+  chmod 755 "$work/www"
+  start_nginx "        root $DATA;
         # The static anchor of the task GET workload, written once the task JSON's size is known.
-        location = /task.json { root $work/www; }
-    }
-}
-EOF
-  /usr/sbin/nginx -p "$work" -e "$work/nginx-error.log" -c "$work/nginx.conf" &
-  nginx_pid=$!
+        location = /task.json { root $work/www; }"
   origin="http://127.0.0.1:$nport"
   wait_for "$origin/small/s0000.bin"
-}
-
-start_transferd() {
-  token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-  auth="Authorization: Bearer $token"
-  tport=$(free_port)
-  # The database lives on /tmp (disk) whatever BENCH_OUT says: a 201 means an fsync'ed store.
-  "$BINARY" --listen "127.0.0.1:$tport" --data-dir "$work/data" --api-token "$token" \
-    --allow-path "$out" --log-level warning 2>"$work/transferd.log" &
-  transferd_pid=$!
-  api="http://127.0.0.1:$tport"
-  wait_for "$api/readyz"
-}
-
-transferd_alive() {
-  if ! kill -0 "$transferd_pid" 2>/dev/null; then
-    log "transferd (pid $transferd_pid) is gone; the end of its log:"
-    tail -n 30 "$work/transferd.log" >&2
-    exit 1
-  fi
 }
 
 # --- measurement helpers ---------------------------------------------------------------------------
 # Raw results, one line each: workload tool run value (a rate: higher is better).
 record() {
   echo "$1 $2 $3 $4" >>"$work/results"
-}
-
-rate() {  # amount seconds -> amount per second
-  awk -v a="$1" -v s="$2" 'BEGIN { printf "%.1f", a / s }'
-}
-
-timed() {  # command... -> prints the elapsed seconds; fails loudly when the command does
-  local t0 t1
-  t0=$EPOCHREALTIME
-  if ! "$@" >/dev/null 2>"$work/tool.err"; then
-    log "failed: $*"
-    cat "$work/tool.err" >&2
-    return 1
-  fi
-  t1=$EPOCHREALTIME
-  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }'
 }
 
 # Empty a tool's output directory and flush dirty pages outside the timed section, so no run pays
@@ -326,18 +212,6 @@ bench_small() {
     "{\"max_concurrent_tasks\":$SMALL_PARALLEL,\"max_connections_per_host\":$SMALL_PARALLEL}" "$SMALL_PARALLEL"
 }
 
-run_wrk() {  # duration url [wrk args...] -> prints "requests/s completed-requests"; fails on errors
-  local duration=$1 url=$2; shift 2
-  local text
-  text=$(wrk -t2 -c64 -d"$duration" "$@" "$url")
-  if grep -qE 'Non-2xx|Socket errors' <<<"$text"; then
-    log "$text"
-    log "errors or non-2xx answers from $url"
-    return 1
-  fi
-  awk '/^Requests\/sec:/ { rps = $2 } / requests in / { n = $1 } END { print rps, n }' <<<"$text"
-}
-
 bench_submit() {
   log "submit: task creation, durable (201 = stored)  [load $(cut -d' ' -f1-3 /proc/loadavg)]"
   # Suspended tasks ("start": false) at a tiny file: creation is measured, not transfers.
@@ -351,7 +225,7 @@ EOF
   for r in $(seq 0 "$RUNS"); do
     session=bench.submit1.r$r
     curl -sf -X PUT -H "$auth" -d '{"mode":"background"}' "$api/v1/sessions/$session" >/dev/null
-    text=$(run_wrk "$([ "$r" = 0 ] && echo 2s || echo "$SUBMIT_DURATION")" \
+    text=$(run_wrk 2 64 "$([ "$r" = 0 ] && echo 2s || echo "$SUBMIT_DURATION")" \
              "$api/v1/sessions/$session/tasks" -s "$work/post.lua" --timeout 30s)
     read -r rps n <<<"$text"
     # wrk counts answered requests; the session must store at least that many.
@@ -392,25 +266,17 @@ bench_get() {
   local turl="$api/v1/sessions/$session/tasks/$id"
   curl -sf -H "$auth" "$turl" -o "$work/task.body"
   size=$(wc -c <"$work/task.body")
-  # A static JSON document of exactly the task's size for nginx.
-  python3 - "$size" "$work/www/task.json" <<'EOF'
-import json, sys
-size, path = int(sys.argv[1]), sys.argv[2]
-doc = {"service": "nginx", "pad": ""}
-doc["pad"] = "x" * max(0, size - len(json.dumps(doc, separators=(",", ":"))))
-open(path, "w").write(json.dumps(doc, separators=(",", ":")))
-EOF
-  chmod 644 "$work/www/task.json"
+  json_of_size "$size" "$work/www/task.json"
   nsize=$(curl -sf "$origin/task.json" | wc -c)
   if [ "$nsize" != "$size" ]; then log "nginx serves $nsize bytes, the task is $size"; exit 1; fi
   log "  task JSON: $size bytes"
   for r in $(seq 0 "$RUNS"); do
     local d=$WRK_DURATION
     [ "$r" = 0 ] && d=2s
-    text=$(run_wrk "$d" "$turl" -H "$auth")
+    text=$(run_wrk 2 64 "$d" "$turl" -H "$auth")
     read -r rps n <<<"$text"
     transferd_alive
-    text=$(run_wrk "$d" "$origin/task.json")
+    text=$(run_wrk 2 64 "$d" "$origin/task.json")
     read -r nrps n <<<"$text"
     if [ "$r" = 0 ]; then log "  warm-up   transferd $rps req/s, nginx $nrps req/s"; continue; fi
     log "  run $r     transferd $rps req/s, nginx $nrps req/s"
@@ -421,15 +287,13 @@ EOF
 
 # --- main ------------------------------------------------------------------------------------------
 main() {
-  install_tools
-  if [ ! -x "$BINARY" ]; then
-    log "no $BINARY: building it"
-    make build >&2
-  fi
+  install_tools nginx curl aria2 wrk
+  ensure_binary
   generate_data
-  work=$(mktemp -d /tmp/transferd-bench-dl.XXXXXX)
+  bench_setup dl
   mkdir -p "$OUT_PARENT"
   out=$(mktemp -d "$OUT_PARENT/transferd-bench-out.XXXXXX")
+  cleanup_paths+=("$out")
   : >"$work/results"
 
   echo "transferd downloads bench — $(date -u +%FT%TZ), $(nproc) cores, $RUNS runs + 1 warm-up, medians"
@@ -438,8 +302,8 @@ main() {
   echo "output: $out ($(df -T "$out" | awk 'NR == 2 { print $2 }')); transferd data: $work/data"
   echo "tools:  $(curl --version | head -n1 | cut -d' ' -f1-2), $(aria2c --version | head -n1), $(/usr/sbin/nginx -v 2>&1 | cut -d' ' -f3)"
 
-  start_nginx
-  start_transferd
+  start_origin
+  start_transferd --allow-path "$out"
   want single && bench_single
   want parallel && bench_parallel
   want small && bench_small
@@ -451,10 +315,7 @@ main() {
   echo
   "${DRIVE[@]}" report "$work/results"
   echo
-  local problems
-  problems=$(grep -cE '"level":"(warning|error|critical)"' "$work/transferd.log" || true)
-  echo "transferd: peak RSS $(awk '/VmHWM/ { print $2, $3 }' "/proc/$transferd_pid/status"), $problems warning/error log lines"
-  [ "$problems" -gt 0 ] && head -n 5 "$work/transferd.log"
+  transferd_summary
   echo "end:    $(uptime)"
 }
 

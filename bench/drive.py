@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Client side of bench/downloads.sh: drives transferd's API and formats the results.
+"""Client side of bench/downloads.sh and bench/uploads.sh: drives transferd's API and formats the
+results.
 
 Kept in Python (standard library only) so that the timing happens inside one process with
 keep-alive connections: no process start-up, no shell, no JSON tooling inside a timed section.
@@ -10,6 +11,8 @@ Subcommands (every one prints its measurement on stdout, diagnostics on stderr, 
                `tasks:batch` otherwise), wait until all are completed, print the elapsed seconds;
                then verify every task (state, status, size, sha256, location) and sha256 a sample
                of the files on disk against the source.
+  upload       create a session and one upload task (PUT, from a blob or a file), wait until it is
+               completed, print the elapsed seconds; then verify status and bytes sent.
   submit-batch create suspended tasks through `tasks:batch` from several connections; print
                "tasks/s tasks seconds" and check that the session stores exactly that many.
   count        print a session's total number of tasks.
@@ -178,6 +181,24 @@ def cmd_download(args):
     print(f"{elapsed:.6f}")
 
 
+def cmd_upload(args):
+    api = API(args.api, args.token)
+    put_session(api, args.session, None)
+    source = {"from_blob": args.blob} if args.blob else {"from_file": args.file}
+    body = json.dumps({"kind": "upload", "request": {"url": args.url, "method": "PUT"}, "upload": source}).encode()
+    start = time.perf_counter()
+    task = api.json("POST", f"/v1/sessions/{args.session}/tasks", body, expect=(201,))
+    wait_all(api, args.session, 1, task["id"], time.monotonic() + args.timeout)
+    elapsed = time.perf_counter() - start
+    task = api.json("GET", f"/v1/sessions/{args.session}/tasks/{task['id']}")
+    status = (task["response"] or {}).get("status")
+    if task["error"] is not None or status not in (200, 201, 204):
+        fail(f"upload task {task['id']}: error {task['error']}, HTTP status {status}")
+    if task["progress"]["bytes_sent"] != args.size:
+        fail(f"upload task {task['id']} sent {task['progress']['bytes_sent']} bytes, expected {args.size}")
+    print(f"{elapsed:.6f}")
+
+
 def cmd_submit_batch(args):
     """tasks:batch from `concurrency` keep-alive connections until `total` tasks are stored."""
     seed = API(args.api, args.token)
@@ -256,6 +277,10 @@ WORKLOADS = {
                 lambda m: m["transferd"] >= 20000),
     "get": ("task GET, wrk -t2 -c64", "req/s", ["nginx"], ">=0.5x nginx",
             lambda m: m["transferd"] >= 0.5 * m["nginx"]),
+    "blob": ("1 GiB PUT from a blob", "MB/s", ["curl"], ">=1.0x curl -T",
+             lambda m: m["transferd"] >= m["curl"]),
+    "file": ("1 GiB PUT from a file", "MB/s", ["curl"], ">=1.0x curl -T",
+             lambda m: m["transferd"] >= m["curl"]),
 }
 
 
@@ -311,6 +336,18 @@ def main():
     d.add_argument("--timeout", type=float, default=600)
     d.add_argument("--ids-out", help="write the created task ids here")
     d.set_defaults(func=cmd_download)
+
+    u = sub.add_parser("upload")
+    u.add_argument("--api", required=True)
+    u.add_argument("--token", required=True)
+    u.add_argument("--session", required=True)
+    u.add_argument("--url", required=True, help="where to PUT the body")
+    source = u.add_mutually_exclusive_group(required=True)
+    source.add_argument("--blob", help="id of a stored blob")
+    source.add_argument("--file", help="path under an --allow-path root")
+    u.add_argument("--size", type=int, required=True, help="bytes the task must send")
+    u.add_argument("--timeout", type=float, default=600)
+    u.set_defaults(func=cmd_upload)
 
     s = sub.add_parser("submit-batch")
     s.add_argument("--api", required=True)
