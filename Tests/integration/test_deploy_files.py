@@ -137,6 +137,56 @@ def test_systemd_unit_verifies_and_is_sandboxed(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def glob_regex(pattern: str) -> re.Pattern:
+    """A .dockerignore pattern as a regular expression: `*` and `?` stay within a path component,
+    `**` spans components (`**/` also matches none)."""
+    regex, i = "", 0
+    while i < len(pattern):
+        for token, replacement in (("**/", "(?:.*/)?"), ("**", ".*"), ("*", "[^/]*"), ("?", "[^/]")):
+            if pattern.startswith(token, i):
+                regex, i = regex + replacement, i + len(token)
+                break
+        else:
+            regex, i = regex + re.escape(pattern[i]), i + 1
+    return re.compile(regex + "$")
+
+
+def docker_context(root: Path) -> list[Path]:
+    """The files `docker build` sends from `root`, by .dockerignore's rules as Docker applies them:
+    patterns in order, the last one that matches a path or one of its parents decides, `!` keeps."""
+    rules = []
+    for line in (root / ".dockerignore").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            rules.append((glob_regex(os.path.normpath(line.lstrip("!").strip("/"))), line.startswith("!")))
+
+    def sent(relative: Path) -> bool:
+        candidates = ["/".join(relative.parts[:i]) for i in range(1, len(relative.parts) + 1)]
+        verdict = True
+        for regex, keep in rules:
+            if any(regex.match(candidate) for candidate in candidates):
+                verdict = keep
+        return verdict
+
+    files = (p.relative_to(root) for p in root.rglob("*") if p.is_file())
+    return [root / p for p in files if p.parts[0] != ".git" and sent(p)]
+
+
+def test_build_context_holds_the_package_and_nothing_built(tmp_path):
+    """What the Dockerfile COPYs must survive .dockerignore, and SwiftPM must find every target in it
+    (`swift package describe` fails on a missing target directory); build products and data must not
+    be sent."""
+    context = docker_context(REPO_ROOT)
+    for path in context:
+        relative = path.relative_to(REPO_ROOT)
+        assert relative.parts[0] not in (".build", "transferd-data", "deploy"), relative
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, tmp_path / relative)
+    assert (tmp_path / "Makefile").exists() and (tmp_path / "scripts/install-deps.sh").exists()
+    result = run(os.environ.get("SWIFT", "swift"), "package", "describe", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 # MARK: the files agree with the image and with one another
 
 
