@@ -5,7 +5,7 @@ ARGS     ?=
 SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 
-.PHONY: run build deps test unit integration bench clean
+.PHONY: run build deps test unit integration deploy-check bench clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -30,6 +30,11 @@ unit: deps
 integration: build
 	@scripts/install-deps.sh test
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
+
+## make deploy-check: lint and validate Dockerfile and deploy/, and start the binary as the image would.
+deploy-check: build
+	@scripts/install-deps.sh test
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration/test_deploy_files.py Tests/integration/test_container_start.py
 
 ## make bench: the benchmark scripts in bench/ (they install nginx, wrk, curl, aria2 if missing),
 ## each printing ratios against anchors measured in the same run.

