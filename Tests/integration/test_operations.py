@@ -11,7 +11,7 @@ from datetime import datetime
 
 import pytest
 
-from support.transferd import read_response, read_until_closed
+from support.transferd import read_response, read_until_closed, run_transferd
 
 PROBLEM_TYPE = "application/problem+json"
 
@@ -356,3 +356,14 @@ def test_restart_after_kill9_keeps_port_and_data_dir(transferd):
     assert transferd.get("/v1").json()["started_at"] >= first_start
     transferd.restart()  # after a graceful stop too
     assert transferd.get("/readyz", token=None).status_code == 200
+
+
+def test_a_second_transferd_on_the_same_data_dir_is_refused(transferd):
+    """Two processes on one data directory would both run its tasks: the second one stops at once,
+    naming the directory and the holder, and the first one keeps serving."""
+    result = run_transferd(["--data-dir", str(transferd.data_dir)])
+    assert result.returncode == 1, result
+    assert str(transferd.data_dir) in result.stderr and "in use by another transferd" in result.stderr, result.stderr
+    assert f"pid {transferd.pid}" in result.stderr, result.stderr
+    assert transferd.get("/readyz", token=None).status_code == 200
+    assert (transferd.data_dir / "transferd.lock").read_text().strip() == str(transferd.pid)

@@ -17,6 +17,7 @@ public final class Service: Sendable {
     private let coordinator: TaskCoordinator
     private let engine: TransferEngine
     private let store: TaskStore
+    private let dataLock: DataDirectoryLock
 
     /// The address the API is served on (with the real port when port 0 was asked for).
     public var address: SocketAddress { server.boundAddress }
@@ -32,6 +33,7 @@ public final class Service: Sendable {
         let layout = DataLayout(root: AllowedRoots.normalize(configuration.dataDirectory.hasPrefix("/")
             ? configuration.dataDirectory : Service.currentDirectory() + "/" + configuration.dataDirectory))
         try DataLayout.makeDirectories(layout.root)
+        dataLock = try DataDirectoryLock(root: layout.root)
         store = try TaskStore(path: layout.databasePath)
         guard let policy = NetworkPolicy(parsing: configuration.networkPolicy) else {
             throw ConfigurationError("invalid --network-policy '\(configuration.networkPolicy)'")
