@@ -11,21 +11,29 @@ import Synchronization
 final class MultiLoop: @unchecked Sendable {
     let loop: EventLoop
     let policy: NetworkPolicy
+    let shared: EngineShared
     private let multi: OpaquePointer
     private var watchers: [Int32: SocketWatcher] = [:]
     private var timer: TimerID?
     private var pool = EasyHandlePool()
-    private var sessions: [String: SessionQueue] = [:]
+    var sessions: [String: SessionQueue] = [:]
+    private var admission = LoopAdmission()
+    private let pacer: Pacer
     private var shares: [String: OpaquePointer] = [:]
     private var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
     private var runningCount = 0
+    private var delayedCount = 0
+    /// The urgent waiting count last added to `shared`.
+    private var publishedUrgentWaiting = 0
     private var retiredShares: [OpaquePointer] = []
-    /// Read from other threads (statistics); written here.
+    /// Read from other threads (statistics, wake-ups); written here.
     let counters = LoopCounters()
 
-    init(index: Int, policy: NetworkPolicy) {
+    init(index: Int, policy: NetworkPolicy, shared: EngineShared) {
         loop = EventLoop(name: "curl-\(index)")
         self.policy = policy
+        self.shared = shared
+        pacer = Pacer(loop: loop, global: shared.bandwidth)
         multi = OpaquePointer(curl_multi_init()!)
         let me = Unmanaged.passUnretained(self).toOpaque()
         _ = transferd_multi_setopt_socket_cb(UnsafeMutableRawPointer(multi), multiSocketCallback)
@@ -38,9 +46,16 @@ final class MultiLoop: @unchecked Sendable {
 
     // MARK: sessions and admission (loop thread)
 
-    func configure(session: String, limits: SessionLimits) {
-        queue(for: session).limits = limits
-        admit(session)
+    /// Sets a session's settings. `cookies`, when given, replaces its jar (a new session starts
+    /// empty; a restored one from the store); `cookieStorage` is where the jar is written.
+    func configure(session: String, settings: SessionSettings, cookieStorage: (any CookieStorage)?, cookies: [Cookie]?) {
+        let q = queue(for: session)
+        admission.reclassify(q, discretionary: settings.discretionary)
+        q.settings = settings
+        q.cookieStorage = cookieStorage
+        if let cookies { q.jar = CookieJar(cookies: cookies) }
+        admission.offer(q)
+        admitAll()
     }
 
     /// Forgets a session's queue and cookie jar once nothing of it runs.
@@ -51,54 +66,97 @@ final class MultiLoop: @unchecked Sendable {
     }
 
     func submit(_ handle: TransferHandle, observer: TransferObserver) {
-        let transfer = Transfer(handle: handle, observer: observer, policy: policy, counters: counters)
+        let q = queue(for: handle.spec.session)
+        let transfer = Transfer(handle: handle, observer: observer, policy: policy, session: q, counters: counters)
         if let notBefore = handle.spec.notBefore, notBefore > MonotonicClock.now() {
             handle.setPhase(.scheduled)
-            queue(for: handle.spec.session).delayed[ObjectIdentifier(handle)] = transfer
+            q.delayed[ObjectIdentifier(handle)] = transfer
+            delayedCount += 1
             transfer.delayTimer = TimerIDBox(loop.scheduleTimer(at: notBefore) { [weak self, weak transfer] in
                 guard let self, let transfer else { return }
                 transfer.delayTimer = nil
-                let q = self.queue(for: transfer.spec.session)
                 guard q.delayed.removeValue(forKey: ObjectIdentifier(transfer.handle)) != nil else { return }
+                self.delayedCount -= 1
                 transfer.handle.setPhase(.waiting)
-                q.enqueue(transfer)
-                self.publishStatistics()
-                self.admit(transfer.spec.session)
+                self.admission.enqueue(transfer, in: q)
+                self.admitAll()
             })
             publishStatistics()
             return
         }
-        queue(for: handle.spec.session).enqueue(transfer)
-        admit(handle.spec.session)
+        admission.enqueue(transfer, in: q)
+        admitAll()
     }
 
-    private func queue(for session: String) -> SessionQueue {
+    func queue(for session: String) -> SessionQueue {
         if let q = sessions[session] { return q }
-        let q = SessionQueue()
+        let q = SessionQueue(identifier: session)
         sessions[session] = q
         return q
     }
 
-    /// Starts queued transfers of `session` while its limits allow.
-    private func admit(_ session: String) {
-        guard let q = sessions[session] else { return }
-        while let transfer = q.next() { start(transfer) }
-        publishStatistics()
+    /// Starts waiting transfers, sessions in turn (`LoopAdmission`), while the engine has a
+    /// running slot for this loop: one another loop handed over, or a free one. A loop left with
+    /// work but no slot says so (`starved`), and the next loop to free a slot hands it over; the
+    /// flag is raised before looking again, so no free slot is missed.
+    func admitAll() {
+        defer {
+            // Slots handed over that found nothing to start go on to whoever waits.
+            while takeGrantedSlot() { shared.releaseSlot(from: self) }
+            publishStatistics()
+        }
+        while admission.hasOffers {
+            guard takeGrantedSlot() || shared.acquireSlot() else {
+                counters.starved.store(true, ordering: .relaxed)
+                if shared.hasFreeSlot { continue }
+                return
+            }
+            counters.starved.store(false, ordering: .relaxed)
+            let pending = admission.urgentWaiting - publishedUrgentWaiting
+            guard let transfer = admission.next(discretionaryAllowed: { shared.urgentWaiting(pending: pending) == 0 }) else {
+                shared.releaseSlot(from: self)
+                return
+            }
+            start(transfer)
+        }
+    }
+
+    /// Other loops only add to `granted`; this one alone takes from it.
+    private func takeGrantedSlot() -> Bool {
+        guard counters.granted.load(ordering: .relaxed) > 0 else { return false }
+        counters.granted.wrappingSubtract(1, ordering: .relaxed)
+        return true
     }
 
     // MARK: running transfers (loop thread)
 
     private func start(_ transfer: Transfer) {
-        let easy = pool.take()
+        let q = transfer.session
+        if let failure = q.settings.tls.unavailable {
+            // The session's TLS files could not be read: no transfer runs without them.
+            q.finished(transfer)
+            shared.releaseSlot(from: self)
+            transfer.setupFailure = failure
+            deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
+            admission.offer(q)
+            return
+        }
+        transfer.usesCookieEngine = q.settings.cookies.send
+        let easy = pool.take(cookieEngine: transfer.usesCookieEngine)
         transfer.easy = easy
         transfer.running = true
         runningCount += 1
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer[0] = 0
         errorBuffers[ObjectIdentifier(transfer)] = errorBuffer
+        var buffer = bufferSize
+        if pacer.paces(q) {
+            transfer.pacer = pacer
+            buffer = min(buffer, pacer.pieceSize(for: q))
+        }
         EasyConfigurator.configure(easy, for: transfer, share: share(for: transfer.spec.session),
-                                   errorBuffer: errorBuffer, bufferSize: bufferSize)
-        if queue(for: transfer.spec.session).needsFreshConnection(to: transfer.spec.hostKey) {
+                                   errorBuffer: errorBuffer, bufferSize: buffer)
+        if q.needsFreshConnection(to: transfer.spec.hostKey) {
             _ = transferd_easy_setopt_long(UnsafeMutableRawPointer(easy), CURLOPT_FRESH_CONNECT, 1)
         }
         transfer.handle.setPhase(.connecting)
@@ -118,9 +176,9 @@ final class MultiLoop: @unchecked Sendable {
     private func share(for session: String) -> OpaquePointer {
         if let s = shares[session] { return s }
         let s = OpaquePointer(curl_share_init()!)
-        // One cookie jar, DNS cache and TLS session cache per session; all its transfers run on
-        // this thread, so the share needs no lock callbacks.
-        for data in [CURL_LOCK_DATA_COOKIE, CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION] {
+        // One DNS cache and TLS session cache per session; all its transfers run on this thread,
+        // so the share needs no lock callbacks. Cookies are the session's jar (`SessionQueue`).
+        for data in [CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION] {
             _ = transferd_share_setopt_long(UnsafeMutableRawPointer(s), CURLSHOPT_SHARE, Int(data.rawValue))
         }
         shares[session] = s
@@ -134,7 +192,9 @@ final class MultiLoop: @unchecked Sendable {
         }
         guard let q = sessions[handle.spec.session] else { return }
         let key = ObjectIdentifier(handle)
-        if let transfer = q.delayed.removeValue(forKey: key) ?? q.removeWaiting(handle) {
+        let delayed = q.delayed.removeValue(forKey: key)
+        if delayed != nil { delayedCount -= 1 }
+        if let transfer = delayed ?? admission.removeWaiting(handle, from: q) {
             if let timer = transfer.delayTimer { loop.cancelTimer(timer.id) }
             transfer.stopReason = reason
             publishStatistics()
@@ -149,18 +209,18 @@ final class MultiLoop: @unchecked Sendable {
     /// Changes the admission priority of a transfer that has not started yet.
     func setPriority(_ handle: TransferHandle, _ priority: Double) {
         guard let q = sessions[handle.spec.session] else { return }
-        if let transfer = q.removeWaiting(handle) {
+        if let transfer = admission.removeWaiting(handle, from: q) {
             transfer.priority = priority
-            q.enqueue(transfer)
-            admit(handle.spec.session)
+            admission.enqueue(transfer, in: q)
+            admitAll()
         } else if let transfer = q.delayed[ObjectIdentifier(handle)] {
             transfer.priority = priority
         }
     }
 
-    /// Forgets a session's cookies and DNS/TLS caches (`POST …/reset`): the next transfer gets a
-    /// fresh share handle. Transfers running now keep the old one until they end.
-    func resetSession(_ session: String) {
+    /// Forgets a session's DNS/TLS caches: the next transfer gets a fresh share handle.
+    /// Transfers running now keep the old one until they end.
+    func retireShare(of session: String) {
         if let share = shares.removeValue(forKey: session) { retiredShares.append(share) }
         releaseRetiredShares()
     }
@@ -171,12 +231,6 @@ final class MultiLoop: @unchecked Sendable {
         retiredShares.removeAll()
     }
 
-    /// `POST …/flush`: the session's next request to each host opens a new connection
-    /// (URLSession's `flush`), rather than riding on one kept alive from before.
-    func flushSession(_ session: String) {
-        queue(for: session).flush()
-    }
-
     /// Transfers waiting (for admission or their start time) and running, for other threads.
     var statisticsSnapshot: (waiting: Int, running: Int) {
         (counters.waiting.load(ordering: .relaxed), counters.running.load(ordering: .relaxed))
@@ -184,11 +238,14 @@ final class MultiLoop: @unchecked Sendable {
     var bytesReceivedTotal: Int64 { counters.received.load(ordering: .relaxed) }
     var bytesSentTotal: Int64 { counters.sent.load(ordering: .relaxed) }
 
-    /// Refreshes the waiting/running counts other threads read.
+    /// Refreshes the counts other threads read, and this loop's share of the engine's urgent
+    /// waiting count.
     private func publishStatistics() {
-        let (waiting, running) = sessions.values.reduce((0, 0)) { ($0.0 + $1.waitingCount + $1.delayed.count, $0.1 + $1.running) }
-        counters.waiting.store(waiting, ordering: .relaxed)
-        counters.running.store(running, ordering: .relaxed)
+        counters.waiting.store(admission.urgentWaiting + admission.discretionaryWaiting + delayedCount, ordering: .relaxed)
+        counters.running.store(runningCount, ordering: .relaxed)
+        counters.discretionaryWaiting.store(admission.discretionaryWaiting > 0, ordering: .relaxed)
+        shared.publishUrgentWaiting(admission.urgentWaiting - publishedUrgentWaiting)
+        publishedUrgentWaiting = admission.urgentWaiting
     }
 
     /// Stops everything (shutdown): each observer gets its outcome with reason `.shutdown`.
@@ -209,12 +266,19 @@ final class MultiLoop: @unchecked Sendable {
         transfer.headerList = nil
         transfer.easy = nil
         transfer.running = false
+        pacer.forget(transfer)
         runningCount -= 1
-        pool.give(easy)
+        pool.give(easy, cookieEngine: transfer.usesCookieEngine)
         releaseRetiredShares()
-        sessions[transfer.spec.session]?.finished(transfer)
+        let q = transfer.session
+        q.finished(transfer)
+        shared.releaseSlot(from: self)
+        // The jar is written before the outcome goes out, so a task's cookies are stored no later
+        // than its completion (both go through the same writer, in this order).
+        saveCookiesIfChanged(q)
         deliver(transfer, outcome: outcome)
-        admit(transfer.spec.session)
+        admission.offer(q)
+        admitAll()
     }
 
     /// Hands the outcome to the observer on this loop — once the hasher, if any, has caught up
@@ -256,7 +320,7 @@ final class MultiLoop: @unchecked Sendable {
     private func sweepIdle() {
         let now = MonotonicClock.now()
         let idle = sessions.values.flatMap(\.runningList).filter {
-            Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
+            !$0.isPaused && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
         }
         for transfer in idle {
             transfer.idleTimedOut = true
@@ -319,12 +383,18 @@ final class MultiLoop: @unchecked Sendable {
     }
 }
 
-/// Counters a loop keeps for statistics, readable from any thread.
+/// Counters a loop keeps for statistics and wake-ups, readable from any thread.
 final class LoopCounters: Sendable {
     let received = Atomic<Int64>(0)
     let sent = Atomic<Int64>(0)
     let waiting = Atomic<Int>(0)
     let running = Atomic<Int>(0)
+    /// Work waits here for a running slot another loop holds.
+    let starved = Atomic<Bool>(false)
+    /// Slots other loops handed over, not used yet.
+    let granted = Atomic<Int>(0)
+    /// A discretionary transfer waits here for urgent work elsewhere to be done.
+    let discretionaryWaiting = Atomic<Bool>(false)
 }
 
 /// Watches one socket curl asked about, on the loop, and hands readiness back to curl.
