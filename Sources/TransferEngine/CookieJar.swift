@@ -11,7 +11,8 @@ public struct Cookie: Sendable, Equatable {
     public var path: String
     public var secure: Bool
     public var httpOnly: Bool
-    /// Unix seconds; nil for a cookie that lasts as long as its session.
+    /// Unix seconds; nil for a cookie without Expires or Max-Age, which lasts as long as its
+    /// transferd session (across restarts, for a durable one).
     public var expires: Int64?
 
     public init(name: String, value: String, domain: String, hostOnly: Bool, path: String, secure: Bool,

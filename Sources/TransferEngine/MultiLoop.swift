@@ -17,14 +17,14 @@ final class MultiLoop: @unchecked Sendable {
     private var timer: TimerID?
     private var pool = EasyHandlePool()
     var sessions: [String: SessionQueue] = [:]
-    private var admission = LoopAdmission()
-    private let pacer: Pacer
+    var admission = LoopAdmission()
+    let pacer: Pacer
     private var shares: [String: OpaquePointer] = [:]
     private var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
-    private var runningCount = 0
-    private var delayedCount = 0
+    private(set) var runningCount = 0
+    var delayedCount = 0
     /// The urgent waiting count last added to `shared`.
-    private var publishedUrgentWaiting = 0
+    var publishedUrgentWaiting = 0
     private var retiredShares: [OpaquePointer] = []
     /// Read from other threads (statistics, wake-ups); written here.
     let counters = LoopCounters()
@@ -44,19 +44,7 @@ final class MultiLoop: @unchecked Sendable {
         loop.start()
     }
 
-    // MARK: sessions and admission (loop thread)
-
-    /// Sets a session's settings. `cookies`, when given, replaces its jar (a new session starts
-    /// empty; a restored one from the store); `cookieStorage` is where the jar is written.
-    func configure(session: String, settings: SessionSettings, cookieStorage: (any CookieStorage)?, cookies: [Cookie]?) {
-        let q = queue(for: session)
-        admission.reclassify(q, discretionary: settings.discretionary)
-        q.settings = settings
-        q.cookieStorage = cookieStorage
-        if let cookies { q.jar = CookieJar(cookies: cookies) }
-        admission.offer(q)
-        admitAll()
-    }
+    // MARK: sessions (loop thread; admission is in MultiLoop+Admission.swift)
 
     /// Forgets a session's queue and cookie jar once nothing of it runs.
     func removeSession(_ session: String) {
@@ -65,72 +53,9 @@ final class MultiLoop: @unchecked Sendable {
         if let share = shares.removeValue(forKey: session) { curl_share_cleanup(UnsafeMutableRawPointer(share)) }
     }
 
-    func submit(_ handle: TransferHandle, observer: TransferObserver) {
-        let q = queue(for: handle.spec.session)
-        let transfer = Transfer(handle: handle, observer: observer, policy: policy, session: q, counters: counters)
-        if let notBefore = handle.spec.notBefore, notBefore > MonotonicClock.now() {
-            handle.setPhase(.scheduled)
-            q.delayed[ObjectIdentifier(handle)] = transfer
-            delayedCount += 1
-            transfer.delayTimer = TimerIDBox(loop.scheduleTimer(at: notBefore) { [weak self, weak transfer] in
-                guard let self, let transfer else { return }
-                transfer.delayTimer = nil
-                guard q.delayed.removeValue(forKey: ObjectIdentifier(transfer.handle)) != nil else { return }
-                self.delayedCount -= 1
-                transfer.handle.setPhase(.waiting)
-                self.admission.enqueue(transfer, in: q)
-                self.admitAll()
-            })
-            publishStatistics()
-            return
-        }
-        admission.enqueue(transfer, in: q)
-        admitAll()
-    }
-
-    func queue(for session: String) -> SessionQueue {
-        if let q = sessions[session] { return q }
-        let q = SessionQueue(identifier: session)
-        sessions[session] = q
-        return q
-    }
-
-    /// Starts waiting transfers, sessions in turn (`LoopAdmission`), while the engine has a
-    /// running slot for this loop: one another loop handed over, or a free one. A loop left with
-    /// work but no slot says so (`starved`), and the next loop to free a slot hands it over; the
-    /// flag is raised before looking again, so no free slot is missed.
-    func admitAll() {
-        defer {
-            // Slots handed over that found nothing to start go on to whoever waits.
-            while takeGrantedSlot() { shared.releaseSlot(from: self) }
-            publishStatistics()
-        }
-        while admission.hasOffers {
-            guard takeGrantedSlot() || shared.acquireSlot() else {
-                counters.starved.store(true, ordering: .relaxed)
-                if shared.hasFreeSlot { continue }
-                return
-            }
-            counters.starved.store(false, ordering: .relaxed)
-            let pending = admission.urgentWaiting - publishedUrgentWaiting
-            guard let transfer = admission.next(discretionaryAllowed: { shared.urgentWaiting(pending: pending) == 0 }) else {
-                shared.releaseSlot(from: self)
-                return
-            }
-            start(transfer)
-        }
-    }
-
-    /// Other loops only add to `granted`; this one alone takes from it.
-    private func takeGrantedSlot() -> Bool {
-        guard counters.granted.load(ordering: .relaxed) > 0 else { return false }
-        counters.granted.wrappingSubtract(1, ordering: .relaxed)
-        return true
-    }
-
     // MARK: running transfers (loop thread)
 
-    private func start(_ transfer: Transfer) {
+    func start(_ transfer: Transfer) {
         let q = transfer.session
         if let failure = q.settings.tls.unavailable {
             // The session's TLS files could not be read: no transfer runs without them.
@@ -206,18 +131,6 @@ final class MultiLoop: @unchecked Sendable {
         finish(transfer, code: CURLE_ABORTED_BY_CALLBACK, detail: "stopped")
     }
 
-    /// Changes the admission priority of a transfer that has not started yet.
-    func setPriority(_ handle: TransferHandle, _ priority: Double) {
-        guard let q = sessions[handle.spec.session] else { return }
-        if let transfer = admission.removeWaiting(handle, from: q) {
-            transfer.priority = priority
-            admission.enqueue(transfer, in: q)
-            admitAll()
-        } else if let transfer = q.delayed[ObjectIdentifier(handle)] {
-            transfer.priority = priority
-        }
-    }
-
     /// Forgets a session's DNS/TLS caches: the next transfer gets a fresh share handle.
     /// Transfers running now keep the old one until they end.
     func retireShare(of session: String) {
@@ -237,16 +150,6 @@ final class MultiLoop: @unchecked Sendable {
     }
     var bytesReceivedTotal: Int64 { counters.received.load(ordering: .relaxed) }
     var bytesSentTotal: Int64 { counters.sent.load(ordering: .relaxed) }
-
-    /// Refreshes the counts other threads read, and this loop's share of the engine's urgent
-    /// waiting count.
-    private func publishStatistics() {
-        counters.waiting.store(admission.urgentWaiting + admission.discretionaryWaiting + delayedCount, ordering: .relaxed)
-        counters.running.store(runningCount, ordering: .relaxed)
-        counters.discretionaryWaiting.store(admission.discretionaryWaiting > 0, ordering: .relaxed)
-        shared.publishUrgentWaiting(admission.urgentWaiting - publishedUrgentWaiting)
-        publishedUrgentWaiting = admission.urgentWaiting
-    }
 
     /// Stops everything (shutdown): each observer gets its outcome with reason `.shutdown`.
     func stopAll() {

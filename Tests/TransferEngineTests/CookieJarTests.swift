@@ -44,16 +44,19 @@ struct CookieJarTests {
         _ = j.takeChanged()
         j.store("a=gone; Path=/; Max-Age=0", from: http, now: now)
         #expect(j.cookies.map(\.name) == ["b"])
-        #expect(j.takeChanged())
+        let changed = j.takeChanged()
+        #expect(changed)
     }
 
     @Test func theSameCookieAgainIsNoChange() {
         var j = jar(["a=1; Path=/"])
         _ = j.takeChanged()
         j.store("a=1; Path=/", from: http, now: now)
-        #expect(!j.takeChanged())
+        let unchanged = !j.takeChanged()
+        #expect(unchanged)
         j.store("a=2; Path=/", from: http, now: now)
-        #expect(j.takeChanged())
+        let changedAgain = j.takeChanged()
+        #expect(changedAgain)
         #expect(j.cookies.map(\.value) == ["2"])
     }
 
@@ -64,8 +67,10 @@ struct CookieJarTests {
     @Test func liveDropsExpiredCookies() {
         var j = jar(["a=1; Max-Age=5", "b=2"])
         _ = j.takeChanged()
-        #expect(j.live(now: now + 10).map(\.name) == ["b"])
-        #expect(j.takeChanged())
+        let liveNames = j.live(now: now + 10).map(\.name) == ["b"]
+        #expect(liveNames)
+        let dropped = j.takeChanged()
+        #expect(dropped)
     }
 
     @Test func pathsMatchOnSegments() {
@@ -112,26 +117,35 @@ struct CookieJarTests {
 struct TokenBucketTests {
     @Test func refillsAtItsRateAndGoesIntoDebtByOnePiece() {
         var bucket = TokenBucket(bytesPerSecond: 100_000, now: 0)
-        #expect(!bucket.available(now: 0))
-        #expect(bucket.available(now: 100_000_000))  // 0.1 s: 10,000 bytes
+        let emptyAtFirst = !bucket.available(now: 0)
+        #expect(emptyAtFirst)
+        let afterATenth = bucket.available(now: 100_000_000)  // 10,000 bytes
+        #expect(afterATenth)
         bucket.consume(30_000)  // 20,000 in debt
-        #expect(!bucket.available(now: 300_000_000))  // 0.2 s later: back to zero, not above
-        #expect(bucket.available(now: 310_000_000))
+        let backToZero = !bucket.available(now: 300_000_000)  // 0.2 s later: zero, not above
+        #expect(backToZero)
+        let refilled = bucket.available(now: 310_000_000)
+        #expect(refilled)
     }
 
     @Test func anEarlierReadingOfTheClockAddsNothing() {
         var bucket = TokenBucket(bytesPerSecond: 1_000_000, now: 0)
-        #expect(bucket.available(now: 10_000_000))
+        let atFirst = bucket.available(now: 10_000_000)
+        #expect(atFirst)
         bucket.consume(20_000)
-        #expect(!bucket.available(now: 5_000_000))
-        #expect(!bucket.available(now: 10_000_000))
+        let earlierAddsNothing = !bucket.available(now: 5_000_000)
+        #expect(earlierAddsNothing)
+        let sameTimeAddsNothing = !bucket.available(now: 10_000_000)
+        #expect(sameTimeAddsNothing)
     }
 
     @Test func holdsAtMostAFifthOfASecond() {
         var bucket = TokenBucket(bytesPerSecond: 1_000_000, now: 0)
-        #expect(bucket.available(now: 60_000_000_000))
+        let full = bucket.available(now: 60_000_000_000)
+        #expect(full)
         bucket.consume(200_001)
-        #expect(!bucket.available(now: 60_000_000_000))
+        let inDebt = !bucket.available(now: 60_000_000_000)
+        #expect(inDebt)
     }
 
     @Test func piecesAreATwentiethOfASecondWithinBounds() {

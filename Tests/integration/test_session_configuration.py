@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from support.api import assert_problem, create_session, get_session, put_session, session_path, unique
+from support.transferd import run_transferd
 
 BASIC = {"host": "example.com", "scheme": "basic", "username": "u", "password": "p"}
 PIN = "sha256//" + "A" * 43 + "="
@@ -94,3 +95,15 @@ def test_defaults_of_the_newer_fields(shared_transferd):
     assert config["credentials"] == []
     assert config["max_bytes_per_second"] is None
     assert config["proxy"] is None and config["tls"] is None
+
+
+@pytest.mark.parametrize("flag,variable,value", [
+    ("--max-bytes-per-second", "TRANSFERD_MAX_BYTES_PER_SECOND", "100"),
+    ("--max-bytes-per-second", "TRANSFERD_MAX_BYTES_PER_SECOND", "1M"),
+    ("--max-running-transfers", "TRANSFERD_MAX_RUNNING_TRANSFERS", "0"),
+    ("--max-running-transfers", "TRANSFERD_MAX_RUNNING_TRANSFERS", "many"),
+])
+def test_bad_engine_limits_stop_transferd_naming_the_flag(flag, variable, value):
+    for result, name in ((run_transferd([flag, value]), flag), (run_transferd([], env={variable: value}), variable)):
+        assert result.exited and result.returncode > 0, result.stderr
+        assert name in result.stderr and value in result.stderr, result.stderr

@@ -85,6 +85,17 @@ def test_no_authorization_at_another_host_or_port_after_a_redirect(transferd, or
         assert body(transferd, sid, task)["headers"].get("authorization") is None
 
 
+def test_custom_authorization_and_cookie_headers_stay_with_the_first_host(transferd, origin):
+    with Origin() as second:
+        sid = create_session(transferd, configuration={"headers": {"Authorization": "Bearer custom", "Cookie": "c=1",
+                                                                   "X-Kept": "yes"}})
+        task = assert_success(run_task(transferd, sid, data(origin.url(f"/redirect-to?url={second.url('/echo')}"))))
+        headers = body(transferd, sid, task)["headers"]
+        assert headers["x-kept"] == "yes"
+        assert "authorization" not in headers and "cookie" not in headers
+        assert origin.requests[0].headers.get("Authorization") == "Bearer custom"
+
+
 def test_secrets_are_redacted_and_never_logged(transferd, origin):
     secrets = ["pa55-word-9f1", "bearer-token-7c2"]
     sid = create_session(transferd, configuration={"credentials": [
