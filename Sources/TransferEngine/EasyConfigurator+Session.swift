@@ -15,10 +15,10 @@ extension EasyConfigurator {
     /// curl's cookie engine for this one transfer, loaded with the session's jar: it picks the
     /// cookies for each request, redirects included, by domain, path, secure and expiry, and
     /// carries cookies set along the redirects of this transfer. The session's jar itself is
-    /// kept by `Transfer.storeCookies`, by the session's accept policy. Without `send`, the
-    /// engine stays off (the pool hands such a transfer a handle that never had it on).
+    /// kept by `Transfer.storeCookies`, by the session's accept policy. Without `send` the engine
+    /// stays off (the pool hands such a transfer a handle that never had it on).
     private static func configureCookies(_ h: UnsafeMutableRawPointer, _ transfer: Transfer) {
-        guard transfer.session.settings.cookies.send else { return }
+        guard transfer.usesCookieEngine else { return }
         _ = transferd_easy_setopt_string(h, CURLOPT_COOKIEFILE, "")
         for cookie in transfer.session.jar.live(now: Int64(time(nil))) {
             _ = transferd_easy_setopt_string(h, CURLOPT_COOKIELIST, cookie.curlLine)

@@ -66,7 +66,10 @@ final class MultiLoop: @unchecked Sendable {
             admission.offer(q)
             return
         }
-        transfer.usesCookieEngine = q.settings.cookies.send
+        // Under `never` with an empty jar there is nothing to send and nothing may be kept, not
+        // even along this transfer's redirects: the engine stays off.
+        let cookies = q.settings.cookies
+        transfer.usesCookieEngine = cookies.send && (cookies.accept != .never || !q.jar.cookies.isEmpty)
         let easy = pool.take(cookieEngine: transfer.usesCookieEngine)
         transfer.easy = easy
         transfer.running = true

@@ -85,6 +85,9 @@ def test_accept_never_keeps_nothing(transferd, origin):
     sid = create_session(transferd, configuration={"cookies": {"accept": "never"}})
     set_cookies(transferd, sid, origin.url("/cookies/set?a=1"))
     assert listing(transferd, sid) == []
+    # Not even along the redirects of one task.
+    task = set_cookies(transferd, sid, origin.url("/cookies/set?b=2&redirect=/cookies/echo"))
+    assert transferd.get(session_path(sid) + f"/tasks/{task['id']}/body").json()["header"] is None
     assert echo(transferd, sid, origin.url("/cookies/echo")) == {}
 
 
