@@ -41,6 +41,18 @@ static inline CURLMcode transferd_multi_setopt_timer_cb(CURLM *m, transferd_mult
 
 static inline CURLSHcode transferd_share_setopt_long(CURLSH *s, CURLSHoption o, long v) { return curl_share_setopt(s, o, v); }
 
+// A blob option (CURLOPT_CAINFO_BLOB, CURLOPT_SSLCERT_BLOB, …) with the bytes copied by curl.
+static inline CURLcode transferd_easy_setopt_blob(CURL *h, CURLoption o, const void *data, size_t len) {
+    struct curl_blob blob = { (void *)data, len, CURL_BLOB_COPY };
+    return curl_easy_setopt(h, o, &blob);
+}
+
 // Swift imports CURL_SOCKET_BAD and friends only when they are plain literals; spell them here.
 static inline curl_socket_t transferd_socket_bad(void) { return CURL_SOCKET_BAD; }
+static inline size_t transferd_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
+static inline size_t transferd_readfunc_pause(void) { return CURL_READFUNC_PAUSE; }
+static inline CURLcode transferd_easy_unpause(CURL *h) { return curl_easy_pause(h, CURLPAUSE_CONT); }
+static inline long transferd_auth_basic(void) { return (long)CURLAUTH_BASIC; }
+static inline long transferd_auth_digest(void) { return (long)CURLAUTH_DIGEST; }
+static inline long transferd_auth_bearer(void) { return (long)CURLAUTH_BEARER; }
 #endif

@@ -27,6 +27,21 @@ enum CurlErrorMapping {
         default: .networkConnectionLost  // RECV/SEND errors, GOT_NOTHING, PARTIAL_FILE, SSL_CONNECT…
         }
         let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        if [CURLE_SSL_CONNECT_ERROR, CURLE_RECV_ERROR, CURLE_SEND_ERROR].contains(code), isCertificateAlert(message) {
+            return TransferFailure(.clientCertificateRejected, message, curlCode: raw)
+        }
         return TransferFailure(mapped, message, curlCode: raw)
+    }
+
+    /// A server that refuses the client's certificate (or the lack of one) ends the handshake with
+    /// an alert (RFC 8446 §6.2: `certificate_required`, `bad_certificate`, `unknown_ca`,
+    /// `certificate_expired`…). curl reports it as a connect, receive or send error — under TLS
+    /// 1.3 it arrives after curl considers the handshake done — with OpenSSL's text, e.g.
+    /// "tlsv13 alert certificate required". Our own verification of the server fails
+    /// differently (CURLE_PEER_FAILED_VERIFICATION), so an alert about a certificate is the
+    /// server's verdict on ours.
+    static func isCertificateAlert(_ message: String) -> Bool {
+        let text = message.lowercased()
+        return text.contains("alert") && (text.contains("certificate") || text.contains("unknown ca"))
     }
 }

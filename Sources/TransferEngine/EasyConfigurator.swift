@@ -3,6 +3,8 @@ import Glibc
 
 /// Sets the options of an easy handle for one transfer. Everything that makes transfers safe by
 /// default lives here: protocols, proxy, redirects, timeouts, the address check before connect.
+/// What the session's configuration adds (cookies, credentials, TLS, proxy) is in
+/// `EasyConfigurator+Session.swift`.
 enum EasyConfigurator {
     static func configure(_ easy: OpaquePointer, for transfer: Transfer, share: OpaquePointer,
                           errorBuffer: UnsafeMutablePointer<CChar>, bufferSize: Int)
@@ -14,8 +16,6 @@ enum EasyConfigurator {
         _ = transferd_easy_setopt_ptr(h, CURLOPT_PRIVATE, me)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_SHARE, UnsafeRawPointer(share))
-        // The cookie engine on, with nothing read from disk: cookies live in the session's share.
-        _ = transferd_easy_setopt_string(h, CURLOPT_COOKIEFILE, "")
 
         // Signals are the service's to handle (SIGPIPE is ignored, DNS timeouts use threads).
         _ = transferd_easy_setopt_long(h, CURLOPT_NOSIGNAL, 1)
@@ -24,9 +24,7 @@ enum EasyConfigurator {
         _ = transferd_easy_setopt_string(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         _ = transferd_easy_setopt_long(h, CURLOPT_FOLLOWLOCATION, spec.followRedirects ? 1 : 0)
         _ = transferd_easy_setopt_long(h, CURLOPT_MAXREDIRS, spec.maxRedirects)
-        // An empty proxy disables proxies outright, so http_proxy in the environment cannot
-        // reroute traffic around the network policy.
-        _ = transferd_easy_setopt_string(h, CURLOPT_PROXY, "")
+        configureSession(h, transfer)
 
         // Idle timeout: no byte moved for `idleTimeout`, watched by the loop's sweep
         // (`MultiLoop.sweepIdle`). LOW_SPEED_LIMIT/TIME would fire seconds late, since curl

@@ -3,21 +3,33 @@ import CCurl
 /// Easy handles kept for reuse: `curl_easy_reset` clears every option, and the handle's own
 /// allocations are not repeated per transfer. Connections and caches live in the multi handle and
 /// the session's share, so reuse loses nothing.
+///
+/// curl_easy_reset(3) keeps a handle's cookies, and once a handle's cookie engine is on it stays
+/// on. So the cookies are erased when such a handle comes back, and it is kept apart: a transfer
+/// whose session must not send cookies gets a handle that never had the engine on.
 struct EasyHandlePool {
     private var idle: [OpaquePointer] = []
+    private var idleWithCookieEngine: [OpaquePointer] = []
     private let limit = 64
 
-    mutating func take() -> OpaquePointer {
+    mutating func take(cookieEngine: Bool) -> OpaquePointer {
+        if cookieEngine, let easy = idleWithCookieEngine.popLast() { return easy }
         if let easy = idle.popLast() { return easy }
         return OpaquePointer(curl_easy_init()!)
     }
 
-    mutating func give(_ easy: OpaquePointer) {
-        if idle.count < limit {
-            curl_easy_reset(UnsafeMutableRawPointer(easy))
-            idle.append(easy)
+    mutating func give(_ easy: OpaquePointer, cookieEngine: Bool) {
+        let h = UnsafeMutableRawPointer(easy)
+        guard idle.count + idleWithCookieEngine.count < limit else {
+            curl_easy_cleanup(h)
+            return
+        }
+        curl_easy_reset(h)
+        if cookieEngine {
+            _ = transferd_easy_setopt_string(h, CURLOPT_COOKIELIST, "ALL")
+            idleWithCookieEngine.append(easy)
         } else {
-            curl_easy_cleanup(UnsafeMutableRawPointer(easy))
+            idle.append(easy)
         }
     }
 }

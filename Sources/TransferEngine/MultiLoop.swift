@@ -11,21 +11,29 @@ import Synchronization
 final class MultiLoop: @unchecked Sendable {
     let loop: EventLoop
     let policy: NetworkPolicy
+    let shared: EngineShared
     private let multi: OpaquePointer
     private var watchers: [Int32: SocketWatcher] = [:]
     private var timer: TimerID?
     private var pool = EasyHandlePool()
-    private var sessions: [String: SessionQueue] = [:]
+    var sessions: [String: SessionQueue] = [:]
+    var admission = LoopAdmission()
+    let pacer: Pacer
     private var shares: [String: OpaquePointer] = [:]
     private var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
-    private var runningCount = 0
+    private(set) var runningCount = 0
+    var delayedCount = 0
+    /// The urgent waiting count last added to `shared`.
+    var publishedUrgentWaiting = 0
     private var retiredShares: [OpaquePointer] = []
-    /// Read from other threads (statistics); written here.
+    /// Read from other threads (statistics, wake-ups); written here.
     let counters = LoopCounters()
 
-    init(index: Int, policy: NetworkPolicy) {
+    init(index: Int, policy: NetworkPolicy, shared: EngineShared) {
         loop = EventLoop(name: "curl-\(index)")
         self.policy = policy
+        self.shared = shared
+        pacer = Pacer(loop: loop, global: shared.bandwidth)
         multi = OpaquePointer(curl_multi_init()!)
         let me = Unmanaged.passUnretained(self).toOpaque()
         _ = transferd_multi_setopt_socket_cb(UnsafeMutableRawPointer(multi), multiSocketCallback)
@@ -36,12 +44,7 @@ final class MultiLoop: @unchecked Sendable {
         loop.start()
     }
 
-    // MARK: sessions and admission (loop thread)
-
-    func configure(session: String, limits: SessionLimits) {
-        queue(for: session).limits = limits
-        admit(session)
-    }
+    // MARK: sessions (loop thread; admission is in MultiLoop+Admission.swift)
 
     /// Forgets a session's queue and cookie jar once nothing of it runs.
     func removeSession(_ session: String) {
@@ -50,55 +53,38 @@ final class MultiLoop: @unchecked Sendable {
         if let share = shares.removeValue(forKey: session) { curl_share_cleanup(UnsafeMutableRawPointer(share)) }
     }
 
-    func submit(_ handle: TransferHandle, observer: TransferObserver) {
-        let transfer = Transfer(handle: handle, observer: observer, policy: policy, counters: counters)
-        if let notBefore = handle.spec.notBefore, notBefore > MonotonicClock.now() {
-            handle.setPhase(.scheduled)
-            queue(for: handle.spec.session).delayed[ObjectIdentifier(handle)] = transfer
-            transfer.delayTimer = TimerIDBox(loop.scheduleTimer(at: notBefore) { [weak self, weak transfer] in
-                guard let self, let transfer else { return }
-                transfer.delayTimer = nil
-                let q = self.queue(for: transfer.spec.session)
-                guard q.delayed.removeValue(forKey: ObjectIdentifier(transfer.handle)) != nil else { return }
-                transfer.handle.setPhase(.waiting)
-                q.enqueue(transfer)
-                self.publishStatistics()
-                self.admit(transfer.spec.session)
-            })
-            publishStatistics()
-            return
-        }
-        queue(for: handle.spec.session).enqueue(transfer)
-        admit(handle.spec.session)
-    }
-
-    private func queue(for session: String) -> SessionQueue {
-        if let q = sessions[session] { return q }
-        let q = SessionQueue()
-        sessions[session] = q
-        return q
-    }
-
-    /// Starts queued transfers of `session` while its limits allow.
-    private func admit(_ session: String) {
-        guard let q = sessions[session] else { return }
-        while let transfer = q.next() { start(transfer) }
-        publishStatistics()
-    }
-
     // MARK: running transfers (loop thread)
 
-    private func start(_ transfer: Transfer) {
-        let easy = pool.take()
+    func start(_ transfer: Transfer) {
+        let q = transfer.session
+        if let failure = q.settings.tls.unavailable {
+            // The session's TLS files could not be read: no transfer runs without them.
+            q.finished(transfer)
+            shared.releaseSlot(from: self)
+            transfer.setupFailure = failure
+            deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
+            admission.offer(q)
+            return
+        }
+        // Under `never` with an empty jar there is nothing to send and nothing may be kept, not
+        // even along this transfer's redirects: the engine stays off.
+        let cookies = q.settings.cookies
+        transfer.usesCookieEngine = cookies.send && (cookies.accept != .never || !q.jar.cookies.isEmpty)
+        let easy = pool.take(cookieEngine: transfer.usesCookieEngine)
         transfer.easy = easy
         transfer.running = true
         runningCount += 1
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer[0] = 0
         errorBuffers[ObjectIdentifier(transfer)] = errorBuffer
+        var buffer = bufferSize
+        if pacer.paces(q) {
+            transfer.pacer = pacer
+            buffer = min(buffer, pacer.pieceSize(for: q))
+        }
         EasyConfigurator.configure(easy, for: transfer, share: share(for: transfer.spec.session),
-                                   errorBuffer: errorBuffer, bufferSize: bufferSize)
-        if queue(for: transfer.spec.session).needsFreshConnection(to: transfer.spec.hostKey) {
+                                   errorBuffer: errorBuffer, bufferSize: buffer)
+        if q.needsFreshConnection(to: transfer.spec.hostKey) {
             _ = transferd_easy_setopt_long(UnsafeMutableRawPointer(easy), CURLOPT_FRESH_CONNECT, 1)
         }
         transfer.handle.setPhase(.connecting)
@@ -118,9 +104,9 @@ final class MultiLoop: @unchecked Sendable {
     private func share(for session: String) -> OpaquePointer {
         if let s = shares[session] { return s }
         let s = OpaquePointer(curl_share_init()!)
-        // One cookie jar, DNS cache and TLS session cache per session; all its transfers run on
-        // this thread, so the share needs no lock callbacks.
-        for data in [CURL_LOCK_DATA_COOKIE, CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION] {
+        // One DNS cache and TLS session cache per session; all its transfers run on this thread,
+        // so the share needs no lock callbacks. Cookies are the session's jar (`SessionQueue`).
+        for data in [CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION] {
             _ = transferd_share_setopt_long(UnsafeMutableRawPointer(s), CURLSHOPT_SHARE, Int(data.rawValue))
         }
         shares[session] = s
@@ -134,7 +120,9 @@ final class MultiLoop: @unchecked Sendable {
         }
         guard let q = sessions[handle.spec.session] else { return }
         let key = ObjectIdentifier(handle)
-        if let transfer = q.delayed.removeValue(forKey: key) ?? q.removeWaiting(handle) {
+        let delayed = q.delayed.removeValue(forKey: key)
+        if delayed != nil { delayedCount -= 1 }
+        if let transfer = delayed ?? admission.removeWaiting(handle, from: q) {
             if let timer = transfer.delayTimer { loop.cancelTimer(timer.id) }
             transfer.stopReason = reason
             publishStatistics()
@@ -146,21 +134,9 @@ final class MultiLoop: @unchecked Sendable {
         finish(transfer, code: CURLE_ABORTED_BY_CALLBACK, detail: "stopped")
     }
 
-    /// Changes the admission priority of a transfer that has not started yet.
-    func setPriority(_ handle: TransferHandle, _ priority: Double) {
-        guard let q = sessions[handle.spec.session] else { return }
-        if let transfer = q.removeWaiting(handle) {
-            transfer.priority = priority
-            q.enqueue(transfer)
-            admit(handle.spec.session)
-        } else if let transfer = q.delayed[ObjectIdentifier(handle)] {
-            transfer.priority = priority
-        }
-    }
-
-    /// Forgets a session's cookies and DNS/TLS caches (`POST …/reset`): the next transfer gets a
-    /// fresh share handle. Transfers running now keep the old one until they end.
-    func resetSession(_ session: String) {
+    /// Forgets a session's DNS/TLS caches: the next transfer gets a fresh share handle.
+    /// Transfers running now keep the old one until they end.
+    func retireShare(of session: String) {
         if let share = shares.removeValue(forKey: session) { retiredShares.append(share) }
         releaseRetiredShares()
     }
@@ -171,25 +147,12 @@ final class MultiLoop: @unchecked Sendable {
         retiredShares.removeAll()
     }
 
-    /// `POST …/flush`: the session's next request to each host opens a new connection
-    /// (URLSession's `flush`), rather than riding on one kept alive from before.
-    func flushSession(_ session: String) {
-        queue(for: session).flush()
-    }
-
     /// Transfers waiting (for admission or their start time) and running, for other threads.
     var statisticsSnapshot: (waiting: Int, running: Int) {
         (counters.waiting.load(ordering: .relaxed), counters.running.load(ordering: .relaxed))
     }
     var bytesReceivedTotal: Int64 { counters.received.load(ordering: .relaxed) }
     var bytesSentTotal: Int64 { counters.sent.load(ordering: .relaxed) }
-
-    /// Refreshes the waiting/running counts other threads read.
-    private func publishStatistics() {
-        let (waiting, running) = sessions.values.reduce((0, 0)) { ($0.0 + $1.waitingCount + $1.delayed.count, $0.1 + $1.running) }
-        counters.waiting.store(waiting, ordering: .relaxed)
-        counters.running.store(running, ordering: .relaxed)
-    }
 
     /// Stops everything (shutdown): each observer gets its outcome with reason `.shutdown`.
     func stopAll() {
@@ -209,12 +172,19 @@ final class MultiLoop: @unchecked Sendable {
         transfer.headerList = nil
         transfer.easy = nil
         transfer.running = false
+        pacer.forget(transfer)
         runningCount -= 1
-        pool.give(easy)
+        pool.give(easy, cookieEngine: transfer.usesCookieEngine)
         releaseRetiredShares()
-        sessions[transfer.spec.session]?.finished(transfer)
+        let q = transfer.session
+        q.finished(transfer)
+        shared.releaseSlot(from: self)
+        // The jar is written before the outcome goes out, so a task's cookies are stored no later
+        // than its completion (both go through the same writer, in this order).
+        saveCookiesIfChanged(q)
         deliver(transfer, outcome: outcome)
-        admit(transfer.spec.session)
+        admission.offer(q)
+        admitAll()
     }
 
     /// Hands the outcome to the observer on this loop — once the hasher, if any, has caught up
@@ -256,7 +226,7 @@ final class MultiLoop: @unchecked Sendable {
     private func sweepIdle() {
         let now = MonotonicClock.now()
         let idle = sessions.values.flatMap(\.runningList).filter {
-            Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
+            !$0.isPaused && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
         }
         for transfer in idle {
             transfer.idleTimedOut = true
@@ -319,12 +289,18 @@ final class MultiLoop: @unchecked Sendable {
     }
 }
 
-/// Counters a loop keeps for statistics, readable from any thread.
+/// Counters a loop keeps for statistics and wake-ups, readable from any thread.
 final class LoopCounters: Sendable {
     let received = Atomic<Int64>(0)
     let sent = Atomic<Int64>(0)
     let waiting = Atomic<Int>(0)
     let running = Atomic<Int>(0)
+    /// Work waits here for a running slot another loop holds.
+    let starved = Atomic<Bool>(false)
+    /// Slots other loops handed over, not used yet.
+    let granted = Atomic<Int>(0)
+    /// A discretionary transfer waits here for urgent work elsewhere to be done.
+    let discretionaryWaiting = Atomic<Bool>(false)
 }
 
 /// Watches one socket curl asked about, on the loop, and hands readiness back to curl.

@@ -1,22 +1,29 @@
-/// Admission limits of one session (URLSessionConfiguration's `httpMaximumConnectionsPerHost` and
-/// friends).
-public struct SessionLimits: Sendable, Equatable {
-    public var maxConcurrentTasks: Int
-    public var maxConnectionsPerHost: Int
+import Reactor
 
-    public init(maxConcurrentTasks: Int = 64, maxConnectionsPerHost: Int = 6) {
-        self.maxConcurrentTasks = maxConcurrentTasks
-        self.maxConnectionsPerHost = maxConnectionsPerHost
-    }
-}
-
-/// The transfers of one session that wait for a slot, and the counts that decide when one opens:
-/// at most `maxConcurrentTasks` running, at most `maxConnectionsPerHost` to one scheme/host/port.
-/// Waiting transfers are kept per host, each list ordered by priority (higher first) then
-/// submission order, so a full host never blocks the queue for the others.
+/// One session on its loop: its settings, cookie jar and bandwidth bucket, the transfers that wait
+/// for a slot, and the counts that decide when one opens: at most `maxConcurrentTasks` running, at
+/// most `maxConnectionsPerHost` to one scheme/host/port. Waiting transfers are kept per host, each
+/// list ordered by priority (higher first) then submission order, so a full host never blocks the
+/// queue for the others. Confined to the loop's thread.
 final class SessionQueue {
-    var limits = SessionLimits()
+    let identifier: String
+    var settings = SessionSettings() {
+        didSet {
+            if settings.maxBytesPerSecond != oldValue.maxBytesPerSecond {
+                bucket = settings.maxBytesPerSecond.map { TokenBucket(bytesPerSecond: $0, now: MonotonicClock.now()) }
+            }
+        }
+    }
+    /// The session's cookies (never shared with another session).
+    var jar = CookieJar()
+    /// Where the jar is written when it changes; nil for an ephemeral session.
+    var cookieStorage: (any CookieStorage)?
+    /// The session's bandwidth, shared by its transfers.
+    var bucket: TokenBucket?
+    /// In the loop's admission rotation (`LoopAdmission`).
+    var inRotation = false
     private(set) var running = 0
+    private(set) var waitingCount = 0
     private var runningByHost: [String: Int] = [:]
     private var waitingByHost: [String: [Transfer]] = [:]
     private var runningTransfers: [ObjectIdentifier: Transfer] = [:]
@@ -27,6 +34,10 @@ final class SessionQueue {
     private var flushEpoch = 0
     private var hostEpochs: [String: Int] = [:]
 
+    init(identifier: String) {
+        self.identifier = identifier
+    }
+
     func flush() { flushEpoch += 1 }
 
     /// True once per host after a flush: that transfer must not reuse a kept-alive connection.
@@ -34,6 +45,12 @@ final class SessionQueue {
         guard flushEpoch > 0, hostEpochs[host, default: 0] != flushEpoch else { return false }
         hostEpochs[host] = flushEpoch
         return true
+    }
+
+    /// Whether `next` would return a transfer now.
+    var hasAdmissible: Bool {
+        guard running < settings.maxConcurrentTasks else { return false }
+        return waitingByHost.contains { host, _ in (runningByHost[host] ?? 0) < settings.maxConnectionsPerHost }
     }
 
     var isIdle: Bool { running == 0 && waitingByHost.isEmpty && delayed.isEmpty }
@@ -54,19 +71,21 @@ final class SessionQueue {
         }
         list.insert(transfer, at: lo)
         waitingByHost[host] = list
+        waitingCount += 1
     }
 
     /// The next transfer to start, if the limits allow one: the best head among hosts with room.
     func next() -> Transfer? {
-        guard running < limits.maxConcurrentTasks else { return nil }
+        guard running < settings.maxConcurrentTasks else { return nil }
         var best: (host: String, transfer: Transfer)?
-        for (host, list) in waitingByHost where (runningByHost[host] ?? 0) < limits.maxConnectionsPerHost {
+        for (host, list) in waitingByHost where (runningByHost[host] ?? 0) < settings.maxConnectionsPerHost {
             guard let head = list.first else { continue }
             if best == nil || SessionQueue.precedes(head, best!.transfer) { best = (host, head) }
         }
         guard let (host, transfer) = best else { return nil }
         waitingByHost[host]!.removeFirst()
         if waitingByHost[host]!.isEmpty { waitingByHost[host] = nil }
+        waitingCount -= 1
         running += 1
         runningByHost[host, default: 0] += 1
         runningTransfers[ObjectIdentifier(transfer.handle)] = transfer
@@ -92,6 +111,7 @@ final class SessionQueue {
         guard var list = waitingByHost[host], let i = list.firstIndex(where: { $0.handle === handle }) else { return nil }
         let transfer = list.remove(at: i)
         waitingByHost[host] = list.isEmpty ? nil : list
+        waitingCount -= 1
         return transfer
     }
 
@@ -99,6 +119,4 @@ final class SessionQueue {
     static func precedes(_ a: Transfer, _ b: Transfer) -> Bool {
         a.priority != b.priority ? a.priority > b.priority : a.spec.sequence < b.spec.sequence
     }
-
-    var waitingCount: Int { waitingByHost.values.reduce(0) { $0 + $1.count } }
 }

@@ -10,6 +10,8 @@ final class Transfer: @unchecked Sendable {
     let handle: TransferHandle
     let observer: TransferObserver
     let policy: NetworkPolicy
+    /// The session's queue: its settings, cookie jar and bandwidth bucket.
+    let session: SessionQueue
     private let counters: LoopCounters
     var spec: TransferSpec { handle.spec }
     var easy: OpaquePointer?
@@ -18,6 +20,16 @@ final class Transfer: @unchecked Sendable {
     var delayTimer: TimerIDBox?
     /// Admission order; changes when a client re-prioritizes the task while it waits.
     var priority: Double
+    /// Set while running when the session or the engine limits bandwidth.
+    var pacer: Pacer?
+    /// Paused by the pacer (not idle: the idle timeout does not count this time).
+    var isPaused = false
+    /// The credential offered to the task's host, if any.
+    var credential: Credential?
+    /// The easy handle has curl's cookie engine on (the pool keeps such handles apart).
+    var usesCookieEngine = false
+    /// Why the transfer could not even start (the session's TLS files are unreadable).
+    var setupFailure: TransferFailure?
 
     // Output.
     private var outputFD: Int32 = -1
@@ -48,10 +60,11 @@ final class Transfer: @unchecked Sendable {
     private var readFailure: TransferFailure?
     var stopReason: StopReason?
 
-    init(handle: TransferHandle, observer: TransferObserver, policy: NetworkPolicy, counters: LoopCounters) {
+    init(handle: TransferHandle, observer: TransferObserver, policy: NetworkPolicy, session: SessionQueue, counters: LoopCounters) {
         self.handle = handle
         self.observer = observer
         self.policy = policy
+        self.session = session
         self.counters = counters
         priority = handle.spec.priority
         switch handle.spec.output {
@@ -71,6 +84,10 @@ final class Transfer: @unchecked Sendable {
 
     /// CURLOPT_WRITEFUNCTION: body bytes of the final response, straight to the file.
     func write(_ data: UnsafeRawBufferPointer) -> Int {
+        if let pacer {
+            guard pacer.mayMove(self) else { return Int(transferd_writefunc_pause()) }
+            pacer.moved(data.count, by: self)
+        }
         lastActivity = MonotonicClock.now()
         if let max = spec.maxBodyBytes, received + Int64(data.count) > max {
             writeFailure = TransferFailure(.dataLengthExceedsMaximum, "the response body is larger than \(max) bytes")
@@ -104,8 +121,13 @@ final class Transfer: @unchecked Sendable {
 
     /// CURLOPT_READFUNCTION: the next piece of a streamed request body, file parts read straight
     /// into curl's buffer.
-    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    func read(into whole: UnsafeMutableRawBufferPointer) -> Int {
         guard case .segments(let segments) = spec.body else { return 0 }
+        var buffer = whole
+        if let pacer {
+            guard pacer.mayMove(self) else { return Int(transferd_readfunc_pause()) }
+            buffer = UnsafeMutableRawBufferPointer(rebasing: whole.prefix(pacer.pieceSize(for: session)))
+        }
         lastActivity = MonotonicClock.now()
         var filled = 0
         while filled < buffer.count && bodySegment < segments.count {
@@ -136,6 +158,7 @@ final class Transfer: @unchecked Sendable {
                 bodySegmentOffset += Int64(n)
             }
         }
+        pacer?.moved(filled, by: self)
         bodySent += Int64(filled)
         handle.setSent(bodySent)
         counters.sent.add(Int64(filled), ordering: .relaxed)
@@ -171,6 +194,7 @@ final class Transfer: @unchecked Sendable {
     private func headComplete(status: Int, headers: [(String, String)]) -> Bool {
         if status < 200 { return true }
         let head = ResponseHead(status: status, headers: headers, url: effectiveURL ?? spec.url)
+        storeCookies(of: head)
         if spec.followRedirects, [301, 302, 303, 307, 308].contains(status),
            let location = head.header("location"), let target = URLParts.resolve(location, against: head.url)
         {
@@ -233,6 +257,8 @@ final class Transfer: @unchecked Sendable {
         if let stopReason {
             outcome.failure = TransferFailure(stopReason == .resourceTimeout ? .timedOut : .cancelled,
                                               stopReason == .resourceTimeout ? "the task's resource timeout passed" : "stopped")
+        } else if let setupFailure {
+            outcome.failure = setupFailure
         } else if let code = curlCode, code != CURLE_OK {
             if let blockedAddress {
                 outcome.failure = TransferFailure(.blockedByPolicy, "connecting to \(blockedAddress) is refused by the network policy",
@@ -244,6 +270,8 @@ final class Transfer: @unchecked Sendable {
             } else {
                 outcome.failure = CurlErrorMapping.failure(code, detail: errorDetail)
             }
+        } else if credentialsRefused {
+            outcome.failure = TransferFailure(.userAuthenticationRequired, "the origin refused the session's credentials (HTTP 401)")
         }
         return outcome
     }

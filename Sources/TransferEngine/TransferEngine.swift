@@ -3,6 +3,7 @@ import Glibc
 
 /// Runs transfers on a small pool of curl multi loops. Each session is pinned to one loop by its
 /// identifier, so its cookie jar, DNS and TLS caches and kept-alive connections stay on one thread.
+/// The loops share a cap on transfers running at once and the global bandwidth (`EngineShared`).
 public final class TransferEngine: Sendable {
     private let loops: [MultiLoop]
 
@@ -11,14 +12,26 @@ public final class TransferEngine: Sendable {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }
 
-    public init(loopCount: Int, policy: NetworkPolicy) {
-        loops = (0..<max(1, loopCount)).map { MultiLoop(index: $0, policy: policy) }
+    /// `maxRunning`: transfers running at once across all loops (the rest wait, sessions taking
+    /// turns); `maxBytesPerSecond`: body bytes per second across all transfers.
+    public init(loopCount: Int, policy: NetworkPolicy, maxRunning: Int = 10_000, maxBytesPerSecond: Int64? = nil) {
+        let shared = EngineShared(maxRunning: max(1, maxRunning), maxBytesPerSecond: maxBytesPerSecond)
+        loops = (0..<max(1, loopCount)).map { MultiLoop(index: $0, policy: policy, shared: shared) }
+        shared.attach(loops)
     }
 
-    /// Sets (or changes) a session's admission limits.
-    public func configure(session: String, limits: SessionLimits) {
+    /// Sets (or changes) a session's settings. `cookies`, when given, replaces its cookie jar (a
+    /// new session starts from `[]`, a restored one from what was stored); nil keeps the jar.
+    /// `cookieStorage` is where the jar is written when it changes (nil: memory only).
+    public func configure(session: String, settings: SessionSettings, cookieStorage: (any CookieStorage)?, cookies: [Cookie]?) {
         let loop = loop(for: session)
-        loop.loop.execute { loop.configure(session: session, limits: limits) }
+        loop.loop.execute { loop.configure(session: session, settings: settings, cookieStorage: cookieStorage, cookies: cookies) }
+    }
+
+    /// The session's cookies, on the session's loop.
+    public func cookies(of session: String, _ completion: @escaping @Sendable ([Cookie]) -> Void) {
+        let loop = loop(for: session)
+        loop.loop.execute { completion(loop.cookies(of: session)) }
     }
 
     /// Queues a transfer; it starts when its session's limits allow and `notBefore` has passed.
@@ -40,14 +53,17 @@ public final class TransferEngine: Sendable {
         loop.loop.execute { loop.setPriority(handle, priority) }
     }
 
-    public func flushSession(_ session: String) {
+    /// `POST …/flush`: writes the session's cookies out (`done` once stored) and makes its next
+    /// requests use new connections.
+    public func flushSession(_ session: String, done: @escaping @Sendable () -> Void) {
         let loop = loop(for: session)
-        loop.loop.execute { loop.flushSession(session) }
+        loop.loop.execute { loop.flushSession(session, done: done) }
     }
 
-    public func resetSession(_ session: String) {
+    /// `POST …/reset`: forgets the session's cookies, DNS and TLS caches and connections.
+    public func resetSession(_ session: String, done: @escaping @Sendable () -> Void) {
         let loop = loop(for: session)
-        loop.loop.execute { loop.resetSession(session) }
+        loop.loop.execute { loop.resetSession(session, done: done) }
     }
 
     /// Transfers waiting and running across all loops (a snapshot, gathered from each loop).

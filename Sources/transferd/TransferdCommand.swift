@@ -75,6 +75,12 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("webhook-retry-schedule"), help: "Delays before each webhook attempt, comma-separated. Env: TRANSFERD_WEBHOOK_RETRY_SCHEDULE. [0,5s,5m,30m,2h,5h,10h,14h,20h,24h]")
     var webhookRetrySchedule: String?
 
+    @Option(name: .customLong("max-bytes-per-second"), help: "Body bytes per second across all transfers. Env: TRANSFERD_MAX_BYTES_PER_SECOND. [unlimited]")
+    var maxBytesPerSecond: String?
+
+    @Option(name: .customLong("max-running-transfers"), help: "Transfers running at once; sessions take turns for the rest. Env: TRANSFERD_MAX_RUNNING_TRANSFERS. [10000]")
+    var maxRunningTransfers: String?
+
     var rawSettings: RawSettings {
         var raw = RawSettings()
         raw.listen = listen
@@ -98,6 +104,8 @@ struct TransferdCommand: ParsableCommand {
         raw.maxBlobBytes = maxBlobBytes
         raw.sweepInterval = sweepInterval
         raw.webhookRetrySchedule = webhookRetrySchedule
+        raw.maxBytesPerSecond = maxBytesPerSecond
+        raw.maxRunningTransfers = maxRunningTransfers
         return raw
     }
 }

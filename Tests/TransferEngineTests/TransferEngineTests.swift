@@ -152,7 +152,8 @@ struct TransferEngineTests {
     @Test func perHostLimitHolds() throws {
         let origin = try TestOrigin()
         let session = "limited"
-        Self.engine.configure(session: session, limits: SessionLimits(maxConcurrentTasks: 10, maxConnectionsPerHost: 2))
+        Self.engine.configure(session: session, settings: .limits(maxConcurrentTasks: 10, maxConnectionsPerHost: 2),
+                              cookieStorage: nil, cookies: nil)
         let observers = (0..<6).map { _ in RecordingObserver() }
         for (i, o) in observers.enumerated() {
             Self.engine.submit(TransferSpec(label: "t\(i)", session: session, url: origin.url("/slow/150")), observer: o)
@@ -165,7 +166,8 @@ struct TransferEngineTests {
     @Test func priorityOrdersQueuedWork() throws {
         let origin = try TestOrigin()
         let session = "prio"
-        Self.engine.configure(session: session, limits: SessionLimits(maxConcurrentTasks: 1, maxConnectionsPerHost: 6))
+        Self.engine.configure(session: session, settings: .limits(maxConcurrentTasks: 1, maxConnectionsPerHost: 6),
+                              cookieStorage: nil, cookies: nil)
         let order = Locked<[String]>([])
         final class Tagging: TransferObserver, @unchecked Sendable {
             let tag: String, order: Locked<[String]>, inner = RecordingObserver()
@@ -229,7 +231,9 @@ struct TransferEngineTests {
         }
         _ = try fetch()
         #expect(try fetch().metrics.reusedConnection)
-        Self.engine.flushSession("flushing")
+        let flushed = ThreadSignal()
+        Self.engine.flushSession("flushing") { flushed.post() }
+        #expect(flushed.wait(seconds: 5))
         #expect(try fetch().metrics.reusedConnection == false)
         #expect(try fetch().metrics.reusedConnection)
         origin.server.shutdown()
@@ -310,5 +314,14 @@ struct TransferEngineTests {
         let observer = RecordingObserver()
         Self.engine.submit(TransferSpec(label: "t", session: "s1", url: "http://127.0.0.1:1/x"), observer: observer)
         #expect(try #require(observer.wait()).failure?.code == .cannotConnectToHost)
+    }
+}
+
+extension SessionSettings {
+    static func limits(maxConcurrentTasks: Int, maxConnectionsPerHost: Int) -> SessionSettings {
+        var settings = SessionSettings()
+        settings.maxConcurrentTasks = maxConcurrentTasks
+        settings.maxConnectionsPerHost = maxConnectionsPerHost
+        return settings
     }
 }

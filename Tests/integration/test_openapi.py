@@ -276,7 +276,7 @@ def test_schemas_refuse_what_the_server_refuses(spec):
         assert not creation.is_valid(bad), bad
     configuration = schema_validator(spec, {"$ref": "#/components/schemas/SessionConfiguration"})
     assert configuration.is_valid({"credentials": [{"host": "h", "scheme": "bearer", "token": "t"}],
-                                   "tls": {"client_cert_file": "c", "client_key_file": "k"}, "proxy": None})
+                                   "tls": {"client_cert_file": "/c", "client_key_file": "/k"}, "proxy": None})
     for bad in ({"credentials": [{"host": "h", "scheme": "bearer", "token": "t", "username": "u"}]},
                 {"credentials": [{"host": "h", "scheme": "basic", "username": "u"}]},
                 {"tls": {"client_cert_file": "c"}}, {"tls": {"pinned_public_key": "abc"}},

@@ -28,8 +28,9 @@ struct SessionRoutes {
                     }
                 }
                 try body.finish()
+                let settings = try coordinator.engineSettings(for: configuration)
                 let put = TaskCoordinator.SessionRequest(mode: mode, configuration: configuration, configurationJSON: configJSON,
-                                                         delegate: delegate, delegateSecretGenerated: generated)
+                                                         settings: settings, delegate: delegate, delegateSecretGenerated: generated)
                 coordinator.putSession(identifier, put) { result in
                     switch result {
                     case .success(let (session, created, secret)):
@@ -81,13 +82,17 @@ struct SessionRoutes {
                 }
             }
         }
-        for (action, perform) in [("reset", coordinator.reset), ("flush", coordinator.flush)] as [(String, @Sendable (SessionState) -> Void)] {
+        // Both answer once what they did to the cookies is stored.
+        for (action, perform) in [("reset", coordinator.reset), ("flush", coordinator.flush)]
+            as [(String, @Sendable (SessionState, @escaping @Sendable () -> Void) -> Void)]
+        {
             table.add("POST", "/v1/sessions/{identifier}/\(action)", guard: auth) { request, responder in
                 RouteSupport.answer(responder) { () throws(APIError) in
                     try RouteSupport.checkQuery(request, allowed: [])
                     let session = try coordinator.session(try RouteSupport.identifier(request))
-                    perform(session)
-                    responder.respond(RouteSupport.json { SessionRoutes.encode(session, into: &$0) })
+                    perform(session) {
+                        responder.respond(RouteSupport.json { SessionRoutes.encode(session, into: &$0) })
+                    }
                 }
             }
         }

@@ -25,6 +25,8 @@ public struct RawSettings: Sendable {
     public var maxBlobBytes: String?
     public var sweepInterval: String?
     public var webhookRetrySchedule: String?
+    public var maxBytesPerSecond: String?
+    public var maxRunningTransfers: String?
 
     public init() {}
 }
@@ -117,6 +119,11 @@ public enum ConfigurationResolver {
         configuration.sweepInterval = try seconds(pick(raw.sweepInterval, "--sweep-interval", "TRANSFERD_SWEEP_INTERVAL"), 600)
         configuration.maxBlobBytes = Int64(try integer(pick(raw.maxBlobBytes, "--max-blob-bytes", "TRANSFERD_MAX_BLOB_BYTES"),
                                                        64 << 30, 1...(1 << 50)))
+        if let rate = pick(raw.maxBytesPerSecond, "--max-bytes-per-second", "TRANSFERD_MAX_BYTES_PER_SECOND") {
+            configuration.maxBytesPerSecond = Int64(try integer(rate, 0, 1024...(1 << 50)))
+        }
+        configuration.maxRunningTransfers = try integer(pick(raw.maxRunningTransfers, "--max-running-transfers", "TRANSFERD_MAX_RUNNING_TRANSFERS"),
+                                                        configuration.maxRunningTransfers, 1...1_000_000)
         return configuration
     }
 

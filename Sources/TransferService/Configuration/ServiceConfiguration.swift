@@ -23,6 +23,10 @@ public struct ServiceConfiguration: Sendable {
     public var sweepInterval: Double = 600
     /// Largest blob `POST /v1/blobs` accepts (413 beyond).
     public var maxBlobBytes: Int64 = 64 << 30
+    /// Body bytes per second across all transfers (nil: unlimited); sessions may limit themselves further.
+    public var maxBytesPerSecond: Int64?
+    /// Transfers running at once across all sessions; the rest wait, sessions taking turns.
+    public var maxRunningTransfers = 10_000
 
     /// The HTTP server's limits, each with a flag and an environment variable.
     public struct HTTPLimits: Sendable {

@@ -38,7 +38,8 @@ public final class Service: Sendable {
         guard let policy = NetworkPolicy(parsing: configuration.networkPolicy) else {
             throw ConfigurationError("invalid --network-policy '\(configuration.networkPolicy)'")
         }
-        engine = TransferEngine(loopCount: cores, policy: policy)
+        engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
+                                maxBytesPerSecond: configuration.maxBytesPerSecond)
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
                                       engine: engine, layout: layout,
                                       allowedRoots: try AllowedRoots(paths: configuration.allowedPaths),
@@ -63,6 +64,7 @@ public final class Service: Sendable {
             table.guardUnmatched(prefix: "/v1", auth.check)
             APIRoot(version: Service.version, startedAt: startedAt).register(in: &table, guard: auth.check)
             SessionRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
+            SessionCookieRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
             TaskRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
             TaskActionRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
             TaskContentRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)

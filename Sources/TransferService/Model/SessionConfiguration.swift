@@ -8,9 +8,13 @@ struct SessionConfiguration: Sendable, Equatable {
         var send = true
     }
 
+    /// Credentials for a host (optionally one port and a path prefix). The secret (password or
+    /// token) is never echoed, logged, or written anywhere for an ephemeral session.
     struct Credential: Sendable, Equatable {
         enum Scheme: String, Sendable { case basic, digest, bearer }
         var host: String
+        var port: Int?
+        var pathPrefix: String?
         var scheme: Scheme
         var username: String?
         var secret: String
@@ -33,6 +37,7 @@ struct SessionConfiguration: Sendable, Equatable {
         var noProxy: String?
     }
 
+    /// Paths under an `--allow-path` root, read when the session is configured (and at start).
     struct TLS: Sendable, Equatable {
         var caFile: String?
         var clientCertFile: String?

@@ -85,5 +85,22 @@ enum Schema {
         CREATE INDEX tasks_completed_at ON tasks(completed_at) WHERE completed_at IS NOT NULL;
         CREATE INDEX events_by_time ON events(at);
         """),
+        Migration(7, """
+        -- The cookie jars of durable sessions (PRODUCT.md: cookies of default and background
+        -- sessions survive a restart). `expires` is Unix seconds, NULL for a cookie without
+        -- Expires or Max-Age, which lasts as long as its session.
+        CREATE TABLE session_cookies (
+            session TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            path TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value TEXT NOT NULL,
+            host_only INTEGER NOT NULL,
+            secure INTEGER NOT NULL,
+            http_only INTEGER NOT NULL,
+            expires INTEGER,
+            PRIMARY KEY (session, domain, path, name)
+        ) STRICT, WITHOUT ROWID;
+        """),
     ]
 }

@@ -34,6 +34,7 @@ final class TaskStore: Sendable {
     @discardableResult
     static func deleteSession(_ identifier: String, _ db: Database) throws -> [String] {
         try EventStore.deleteSessionEvents(identifier, db)
+        try CookieStore.deleteSessionCookies(identifier, db)
         let prefix = identifier + "/"
         let owned = try db.statement("SELECT id FROM blobs WHERE substr(owner, 1, ?) = ?")
         try owned.bind(.int(prefix.utf8.count), .text(prefix))

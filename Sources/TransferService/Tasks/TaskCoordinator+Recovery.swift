@@ -30,7 +30,7 @@ extension TaskCoordinator {
                 session.nextSequence = summary.maxSequence + 1
             }
             registry.insert(session)
-            engine.configure(session: row.identifier, limits: configuration.sessionLimits)
+            restoreEngine(session)
         }
         var toStart: [(TaskEntry, SessionState)] = []
         var toEnd: [(TaskEntry, SessionState, TaskError)] = []

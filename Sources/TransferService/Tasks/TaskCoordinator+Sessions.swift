@@ -10,6 +10,8 @@ extension TaskCoordinator {
         var mode: SessionMode
         var configuration: SessionConfiguration
         var configurationJSON: JSONValue
+        /// The configuration as the engine applies it (TLS files already read).
+        var settings: SessionSettings
         /// nil: keep what the session has; `.some(nil)`: remove it; `.some(d)`: set it.
         var delegate: Delegate??
         /// The request named no secret (one is kept or generated).
@@ -41,7 +43,7 @@ extension TaskCoordinator {
                 let secret = TaskCoordinator.apply(request, to: existing)
                 return (storedRow(existing), secret)
             }
-            engine.configure(session: identifier, limits: request.configuration.sessionLimits)
+            configureEngine(existing, settings: request.settings, cookies: nil)
             persist(existing, { try TaskStore.insertSession(row, $0) }) { [self] result in
                 switch result {
                 case .success:
@@ -59,7 +61,7 @@ extension TaskCoordinator {
         persist(session, { try TaskStore.insertSession(row, $0) }) { [self] result in
             switch result {
             case .success:
-                engine.configure(session: identifier, limits: request.configuration.sessionLimits)
+                configureEngine(session, settings: request.settings, cookies: [])
                 registry.insert(session)
                 updateDelegateChannel(session)
                 completion(.success((session, true, secret)))
@@ -167,20 +169,17 @@ extension TaskCoordinator {
         }
     }
 
-    /// `POST …/reset`: forget cookies and the DNS and TLS session caches.
-    func reset(_ session: SessionState) {
-        engine.resetSession(session.identifier)
+    /// `POST …/reset`: forget cookies (in memory and on disk), the DNS and TLS session caches and
+    /// kept-alive connections; `done` once the store forgot the cookies too. Configured
+    /// `credentials` stay: they are configuration, changed by a PUT.
+    func reset(_ session: SessionState, done: @escaping @Sendable () -> Void) {
+        engine.resetSession(session.identifier, done: done)
     }
 
-    /// `POST …/flush`: future requests of the session go out on new connections.
-    func flush(_ session: SessionState) {
-        engine.flushSession(session.identifier)
-    }
-}
-
-extension SessionConfiguration {
-    var sessionLimits: SessionLimits {
-        SessionLimits(maxConcurrentTasks: maxConcurrentTasks, maxConnectionsPerHost: maxConnectionsPerHost)
+    /// `POST …/flush`: write the session's cookies out (`done` once stored); future requests go
+    /// out on new connections.
+    func flush(_ session: SessionState, done: @escaping @Sendable () -> Void) {
+        engine.flushSession(session.identifier, done: done)
     }
 }
 

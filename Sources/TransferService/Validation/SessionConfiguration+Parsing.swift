@@ -53,110 +53,111 @@ extension SessionConfiguration {
             }
             try c.finish()
         }
-        config.maxBytesPerSecond = try r.integer("max_bytes_per_second", in: 1...(1 << 50))
+        // Below a kilobyte a second, a twentieth of a second is not a piece worth pausing for.
+        config.maxBytesPerSecond = try r.integer("max_bytes_per_second", in: 1024...(1 << 50))
         if var p = try r.object("proxy") {
-            let url = try p.requiredString("url", maxLength: 2048)
-            guard let parts = URLParts(url), ["http", "https", "socks5", "socks5h"].contains(parts.scheme), !parts.host.isEmpty else {
-                throw APIError.invalid(p.field("url"), "must be an http, https, socks5 or socks5h URL")
-            }
-            config.proxy = Proxy(url: url, noProxy: try p.string("no_proxy", maxLength: 4096))
-            try p.finish()
+            config.proxy = try parseProxy(&p)
         }
         if var t = try r.object("tls") {
-            var tls = TLS()
-            tls.caFile = try t.string("ca_file", maxLength: 4096)
-            tls.clientCertFile = try t.string("client_cert_file", maxLength: 4096)
-            tls.clientKeyFile = try t.string("client_key_file", maxLength: 4096)
-            tls.pinnedPublicKey = try t.string("pinned_public_key", maxLength: 4096)
-            if let pin = tls.pinnedPublicKey, !pin.hasPrefix("sha256//") {
-                throw APIError.invalid(t.field("pinned_public_key"), "must be sha256//<base64>[;sha256//…]")
-            }
-            if (tls.clientCertFile == nil) != (tls.clientKeyFile == nil) {
-                throw APIError.invalid(t.field("client_key_file"), "client_cert_file and client_key_file go together")
-            }
-            try t.finish()
-            config.tls = tls
+            config.tls = try parseTLS(&t)
         }
         try r.finish()
         return config
     }
 
+    /// What the echo shows instead of a secret; refused as a secret, so a configuration read back
+    /// and PUT again fails loudly instead of replacing the secret with this text.
+    static let redacted = "<redacted>"
+
+    private static func parseProxy(_ p: inout ObjectReader) throws(APIError) -> Proxy {
+        let url = try p.requiredString("url", maxLength: 2048)
+        guard let parts = URLParts(url), ["http", "https", "socks5", "socks5h"].contains(parts.scheme), !parts.host.isEmpty,
+              !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }), !url.contains(redacted)
+        else {
+            throw APIError.invalid(p.field("url"), "must be an http, https, socks5 or socks5h URL")
+        }
+        let noProxy = try p.string("no_proxy", maxLength: 4096)
+        // curl's list: names, domains, addresses or ranges, separated by commas (or spaces); `*`.
+        if let noProxy, !noProxy.utf8.allSatisfy({ HeaderValidation.isTokenChar($0) || ",: /[]".utf8.contains($0) }) {
+            throw APIError.invalid(p.field("no_proxy"), "must be host names, domains or addresses separated by commas")
+        }
+        try p.finish()
+        return Proxy(url: url, noProxy: noProxy)
+    }
+
+    private static func parseTLS(_ t: inout ObjectReader) throws(APIError) -> TLS {
+        var tls = TLS()
+        func path(_ key: String, _ t: inout ObjectReader) throws(APIError) -> String? {
+            guard let value = try t.string(key, maxLength: 4096) else { return nil }
+            guard value.hasPrefix("/"), !value.utf8.contains(0) else { throw APIError.invalid(t.field(key), "must be an absolute path") }
+            return value
+        }
+        tls.caFile = try path("ca_file", &t)
+        tls.clientCertFile = try path("client_cert_file", &t)
+        tls.clientKeyFile = try path("client_key_file", &t)
+        tls.pinnedPublicKey = try t.string("pinned_public_key", maxLength: 4096)
+        if let pin = tls.pinnedPublicKey {
+            // curl's CURLOPT_PINNEDPUBLICKEY: sha256// then the base64 of a SHA-256, `;` between several.
+            let hashes = pin.split(separator: ";", omittingEmptySubsequences: false)
+            guard hashes.allSatisfy({ $0.hasPrefix("sha256//") && Base64.decode(String($0.dropFirst(8)))?.count == 32 }) else {
+                throw APIError.invalid(t.field("pinned_public_key"), "must be sha256//<base64 of a SHA-256>[;sha256//…]")
+            }
+        }
+        if (tls.clientCertFile == nil) != (tls.clientKeyFile == nil) {
+            throw APIError.invalid(t.field(tls.clientKeyFile == nil ? "client_key_file" : "client_cert_file"),
+                                   "client_cert_file and client_key_file go together")
+        }
+        try t.finish()
+        return tls
+    }
+
     private static func parseCredential(_ value: JSONValue, field: String) throws(APIError) -> Credential {
         var c = try ObjectReader(value, path: field)
-        let host = try c.requiredString("host", maxLength: 253).lowercased()
-        guard !host.isEmpty, host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x2F }) else {
-            throw APIError.invalid(c.field("host"), "must be a host name")
+        let host = try parseHost(try c.requiredString("host", maxLength: 255), field: c.field("host"))
+        let port = try c.integer("port", in: 1...65535).map { Int($0) }
+        let pathPrefix = try c.string("path_prefix", maxLength: 2048)
+        if let pathPrefix, !pathPrefix.hasPrefix("/") || pathPrefix.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
+            throw APIError.invalid(c.field("path_prefix"), "must be a URL path starting with /")
         }
         guard let scheme = Credential.Scheme(rawValue: try c.requiredString("scheme")) else {
             throw APIError.invalid(c.field("scheme"), "must be basic, digest or bearer")
         }
-        let credential: Credential
+        var credential = Credential(host: host, port: port, pathPrefix: pathPrefix, scheme: scheme, username: nil, secret: "")
         switch scheme {
         case .bearer:
-            credential = Credential(host: host, scheme: scheme, username: nil, secret: try c.requiredString("token", maxLength: 8192))
+            // Sent verbatim in the Authorization header: visible ASCII only (RFC 6750 §2.1's
+            // b64token and the tokens in use), so it cannot break the header.
+            credential.secret = try c.requiredString("token", maxLength: 8192)
+            guard !credential.secret.isEmpty, credential.secret.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw APIError.invalid(c.field("token"), "must be printable ASCII without spaces")
+            }
         case .basic, .digest:
-            credential = Credential(host: host, scheme: scheme, username: try c.requiredString("username", maxLength: 1024),
-                                    secret: try c.requiredString("password", maxLength: 8192))
+            let username = try c.requiredString("username", maxLength: 1024)
+            // RFC 7617 §2: the user-id cannot contain a colon.
+            guard !username.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }), scheme == .digest || !username.contains(":") else {
+                throw APIError.invalid(c.field("username"), "must not contain control characters\(scheme == .basic ? " or a colon" : "")")
+            }
+            credential.username = username
+            credential.secret = try c.requiredString("password", maxLength: 8192)
+            guard !credential.secret.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+                throw APIError.invalid(c.field("password"), "must not contain control characters")
+            }
+        }
+        if credential.secret == redacted {
+            throw APIError.invalid(c.field(scheme == .bearer ? "token" : "password"), "is the redaction marker, not a secret")
         }
         try c.finish()
         return credential
     }
 
-    /// The configuration as `GET` echoes it: defaults filled in, secrets redacted.
-    func encode(into json: inout JSONWriter, mode: SessionMode) {
-        json.beginObject()
-        json.key("headers"); TaskRecord.encodeHeaders(headers, into: &json)
-        json.key("timeout_request_s"); json.double(timeoutRequest)
-        json.key("timeout_resource_s"); json.double(timeoutResource)
-        json.key("max_connections_per_host"); json.int(maxConnectionsPerHost)
-        json.key("max_concurrent_tasks"); json.int(maxConcurrentTasks)
-        json.key("waits_for_connectivity"); json.bool(waitsForConnectivity(mode: mode))
-        json.key("discretionary"); json.bool(discretionary)
-        json.key("cookies"); json.beginObject()
-        json.key("accept"); json.string(cookies.accept.rawValue)
-        json.key("send"); json.bool(cookies.send)
-        json.endObject()
-        json.key("credentials"); json.beginArray()
-        for c in credentials {
-            json.beginObject()
-            json.key("host"); json.string(c.host)
-            json.key("scheme"); json.string(c.scheme.rawValue)
-            if let u = c.username { json.key("username"); json.string(u) }
-            json.key(c.scheme == .bearer ? "token" : "password"); json.string("<redacted>")
-            json.endObject()
-        }
-        json.endArray()
-        json.key("redirects"); json.beginObject()
-        json.key("follow"); json.bool(redirects.follow)
-        json.key("max"); json.int(redirects.max)
-        json.endObject()
-        json.key("retry"); json.beginObject()
-        json.key("max_attempts"); json.int(retry.maxAttempts)
-        json.key("backoff_initial_s"); json.double(retry.backoffInitial)
-        json.key("backoff_max_s"); json.double(retry.backoffMax)
-        json.key("on_http_status"); json.beginArray(); retry.onHTTPStatus.forEach { json.int($0) }; json.endArray()
-        json.endObject()
-        json.key("max_bytes_per_second"); if let m = maxBytesPerSecond { json.int(m) } else { json.null() }
-        json.key("proxy")
-        if let proxy {
-            json.beginObject()
-            json.key("url"); json.string(proxy.url)
-            json.key("no_proxy"); json.optionalString(proxy.noProxy)
-            json.endObject()
-        } else {
-            json.null()
-        }
-        json.key("tls")
-        if let tls {
-            json.beginObject()
-            json.key("ca_file"); json.optionalString(tls.caFile)
-            json.key("client_cert_file"); json.optionalString(tls.clientCertFile)
-            json.key("client_key_file"); json.optionalString(tls.clientKeyFile)
-            json.key("pinned_public_key"); json.optionalString(tls.pinnedPublicKey)
-            json.endObject()
-        } else {
-            json.null()
-        }
-        json.endObject()
+    /// A host as curl spells it in a URL: a name or IPv4 address (lower-cased), or an IPv6
+    /// address in brackets.
+    private static func parseHost(_ text: String, field: String) throws(APIError) -> String {
+        let host = text.lowercased()
+        let isName = host.utf8.allSatisfy(HeaderValidation.isTokenChar)
+        let isIPv6 = host.hasPrefix("[") && host.hasSuffix("]") && host.utf8.count >= 4
+            && host.utf8.dropFirst().dropLast().allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || $0 == 0x3A || $0 == 0x2E }
+        guard !host.isEmpty, isName || isIPv6 else { throw APIError.invalid(field, "must be a host name or an address") }
+        return host
     }
 }

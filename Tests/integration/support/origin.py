@@ -50,7 +50,8 @@ content; `Origin.validators(n, seed, etag)` the `(ETag, Last-Modified)` it sends
   64 KiB). `status=413` (any code) refuses with that status; `reset_after=K` resets after reading K
   body bytes (if the body is longer).
 `/cookies/set?name=value&...` — one Set-Cookie per pair, `Path=/`; reserved keys `path`, `domain`,
-  `max_age` and `expired=1` (Max-Age=0 and an Expires in 1970) add attributes to all of them.
+  `max_age` and `expired=1` (Max-Age=0 and an Expires in 1970) add attributes to all of them;
+  `redirect=U` answers 302 with `Location: U` (the cookies set on the redirect).
 `/cookies/echo` — JSON `{"cookies": {name: value}, "header": raw Cookie header or null}`.
 `/auth/basic?user=u&pass=p`, `/auth/bearer?token=t`, `/auth/digest?user=u&pass=p` (RFC 7616, MD5,
   qop=auth, realm "transferd-test") — 200 JSON `{"authenticated": true, ...}` when the credentials
@@ -1003,7 +1004,7 @@ class _OriginHandler(LoopbackHandler):
 
     # cookies
 
-    COOKIE_ATTRIBUTES = ("path", "domain", "max_age", "expired")
+    COOKIE_ATTRIBUTES = ("path", "domain", "max_age", "expired", "redirect")
 
     def _route_cookies_set(self, _match) -> None:
         attributes = f"; Path={self.query.get('path', '/')}"
@@ -1014,8 +1015,10 @@ class _OriginHandler(LoopbackHandler):
         if _query_flag(self.query, "expired"):
             attributes += "; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT"
         cookies = [(k, v) for k, v in self.query_pairs if k not in self.COOKIE_ATTRIBUTES]
-        self.send_json({"set": dict(cookies)},
-                       headers=[("Set-Cookie", f"{name}={value}{attributes}") for name, value in cookies])
+        headers = [("Set-Cookie", f"{name}={value}{attributes}") for name, value in cookies]
+        if "redirect" in self.query:
+            headers.append(("Location", self.query["redirect"]))
+        self.send_json({"set": dict(cookies)}, 302 if "redirect" in self.query else 200, headers=headers)
 
     def _route_cookies_echo(self, _match) -> None:
         header = "; ".join(self.headers.get_all("Cookie") or []) or None
