@@ -75,6 +75,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("webhook-retry-schedule"), help: "Delays before each webhook attempt, comma-separated. Env: TRANSFERD_WEBHOOK_RETRY_SCHEDULE. [0,5s,5m,30m,2h,5h,10h,14h,20h,24h]")
     var webhookRetrySchedule: String?
 
+    @Option(name: .customLong("sse-heartbeat"), help: "Time between Server-Sent Events heartbeats. Env: TRANSFERD_SSE_HEARTBEAT. [15s]")
+    var sseHeartbeat: String?
+
     var rawSettings: RawSettings {
         var raw = RawSettings()
         raw.listen = listen
@@ -98,6 +101,7 @@ struct TransferdCommand: ParsableCommand {
         raw.maxBlobBytes = maxBlobBytes
         raw.sweepInterval = sweepInterval
         raw.webhookRetrySchedule = webhookRetrySchedule
+        raw.sseHeartbeat = sseHeartbeat
         return raw
     }
 }
