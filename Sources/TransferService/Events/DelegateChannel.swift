@@ -14,18 +14,31 @@ final class DelegateChannel: @unchecked Sendable {
     /// Everything below is confined to this queue.
     private let queue = DispatchQueue(label: "transferd.delegate")
     private var subscription: UInt64?
+    private var upcoming: UpcomingEvents
     private var current: Event?
     private var attempt = 0
     private var inFlight = false
     /// A failed attempt waits for its retry time: nothing is sent meanwhile.
     private var waitingForRetry = false
     private var stopped = false
+    /// Attempts, and delivery progress, not stored yet: saved together `saveDelay` after the first
+    /// of them. Losing them in a crash only sends those events again (with the same webhook-id);
+    /// storing each at once would put a commit — an fsync — per webhook in front of every task
+    /// completion's.
+    private var unsaved: [DeliveryAttempt] = []
+    private var saveScheduled = false
+    static let saveDelay = 0.1
 
-    init(session: SessionState, delegate: Delegate, coordinator: TaskCoordinator) {
+    /// Delivers what follows `delivered` (the session's `deliveredThrough`).
+    init(session: SessionState, delegate: Delegate, delivered: Int64, coordinator: TaskCoordinator) {
         self.session = session
         self.delegate = delegate
         self.coordinator = coordinator
+        upcoming = UpcomingEvents(after: delivered)
     }
+
+    /// Events read from the journal at once, when the channel has fallen behind.
+    static let pageSize = 64
 
     func start() {
         subscription = session.feed.subscribe { [weak self] events in
@@ -33,38 +46,70 @@ final class DelegateChannel: @unchecked Sendable {
             if events.count == 1, events[0].type == .taskProgress {
                 self.queue.async { self.pushProgress(events[0]) }
             } else {
-                self.wake()
+                self.queue.async {
+                    self.upcoming.committed(events)
+                    self.pump()
+                }
             }
         }
-        wake()
+        queue.async { [self] in pump() }
     }
 
     func stop() {
         queue.async { [self] in
             stopped = true
             if let subscription { session.feed.unsubscribe(subscription) }
+            if saveScheduled { save() }
         }
     }
 
-    private func wake() {
-        queue.async { [self] in pump() }
+    /// Stores what is not stored yet, now (at shutdown, while the store is open).
+    func saveNow() {
+        queue.sync { if saveScheduled { save() } }
+    }
+
+    private func save() {
+        saveScheduled = false
+        let attempts = unsaved
+        unsaved = []
+        coordinator.saveDeliveries(session, attempts)
+    }
+
+    private func noteProgress(_ attempt: DeliveryAttempt? = nil) {
+        if let attempt { unsaved.append(attempt) }
+        guard !saveScheduled else { return }
+        saveScheduled = true
+        let clock = coordinator.clock
+        clock.execute { [self] in
+            clock.scheduleTimer(at: MonotonicClock.after(seconds: Self.saveDelay)) { [self] in
+                queue.async { [self] in if saveScheduled { save() } }
+            }
+        }
     }
 
     private func pump() {
         guard !stopped, !inFlight, !waitingForRetry else { return }
-        if let current { return send(current) }
-        let after = session.locked { session.deliveredThrough }
-        let upcoming = coordinator.events(of: session, after: after, limit: 64)
-        var skipped = after
-        for event in upcoming {
-            if delegate.wants(event.type) {
-                current = event
-                break
+        if current == nil { current = nextWanted() }
+        if let current { send(current) }
+    }
+
+    /// The next event the delegate wants; those it does not want count as delivered.
+    private func nextWanted() -> Event? {
+        var skipped: Int64?
+        defer {
+            if let skipped {
+                coordinator.markDelivered(session, through: skipped)
+                noteProgress()
             }
+        }
+        while true {
+            if upcoming.needsRead {
+                upcoming.read(coordinator.events(of: session, after: upcoming.known, limit: Self.pageSize), pageSize: Self.pageSize)
+            }
+            guard let event = upcoming.take() else { return nil }
+            if delegate.wants(event.type) { return event }
             skipped = event.seq
         }
-        if skipped > after { coordinator.markDelivered(session, through: skipped) }
-        if let current { send(current) } else if skipped > after { pump() }
     }
 
     private func send(_ event: Event) {
@@ -100,8 +145,8 @@ final class DelegateChannel: @unchecked Sendable {
         } else {
             disable = "delivery failed \(number) times"
         }
-        coordinator.recordAttempt(DeliveryAttempt(event, attempt: number, outcome: outcome,
-                                                  nextAttemptAt: nextDelay.map { Timestamp.now().adding(seconds: $0) }), of: session)
+        noteProgress(DeliveryAttempt(event, attempt: number, outcome: outcome,
+                                     nextAttemptAt: nextDelay.map { Timestamp.now().adding(seconds: $0) }))
         if let disable {
             current = nil
             attempt = 0

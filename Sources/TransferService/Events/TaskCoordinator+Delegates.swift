@@ -12,7 +12,9 @@ extension TaskCoordinator {
             let wanted = session.delegate.flatMap { $0.disabled ? nil : $0 }
             if let current = session.channel, current.delegate == wanted { return (nil, nil) }
             let old = session.channel
-            session.channel = wanted.map { DelegateChannel(session: session, delegate: $0, coordinator: self) }
+            session.channel = wanted.map {
+                DelegateChannel(session: session, delegate: $0, delivered: session.deliveredThrough, coordinator: self)
+            }
             return (session.channel, old)
         }
         stop?.stop()
@@ -22,24 +24,45 @@ extension TaskCoordinator {
     /// Journaled events of a session after `seq`, from the store (durable) or memory (ephemeral).
     func events(of session: SessionState, after seq: Int64, limit: Int) -> [Event] {
         guard session.mode.isDurable, let store else {
-            return session.locked { Array(session.memoryJournal.lazy.filter { $0.seq > seq }.prefix(limit)) }
+            return session.locked { session.memoryEvents(after: seq, limit: limit) }
         }
         return (try? store.reader.read { try EventStore.events(session.identifier, after: seq, limit: limit, $0) }) ?? []
     }
 
     /// The delegate received everything up to `seq` (or did not want it): that counts as
-    /// acknowledged.
+    /// acknowledged. Memory only: `saveDeliveries` stores it.
     func markDelivered(_ session: SessionState, through seq: Int64) {
         session.locked {
             session.deliveredThrough = max(session.deliveredThrough, seq)
             session.ackedThrough = max(session.ackedThrough, seq)
             session.trimMemoryJournal()
         }
+    }
+
+    /// Stores delivery bookkeeping — webhook attempts, for `GET …/deliveries`, and how far
+    /// delivery got — in one commit, then removes the session if it was invalidated and is now
+    /// settled. An ephemeral session (nothing of which goes to disk) keeps its most recent
+    /// `memoryDeliveryLimit` attempts in memory.
+    func saveDeliveries(_ session: SessionState, _ attempts: [DeliveryAttempt]) {
+        let through: Int64 = session.locked {
+            if !session.mode.isDurable {
+                var row = session.memoryDeliveries.last?.row ?? 0
+                for attempt in attempts {
+                    row += 1
+                    session.memoryDeliveries.append((row, attempt))
+                }
+                session.memoryDeliveries.removeFirst(max(0, session.memoryDeliveries.count - TaskCoordinator.memoryDeliveryLimit))
+            }
+            return session.deliveredThrough
+        }
         persist(session, { db in
-            try EventStore.setDelivered(session.identifier, through: seq, db)
-            try EventStore.setAcked(session.identifier, through: seq, db)
+            for attempt in attempts { try EventStore.recordAttempt(attempt, db) }
+            try EventStore.setDelivered(session.identifier, through: through, db)
+            try EventStore.setAcked(session.identifier, through: through, db)
         }) { [self] _ in removeIfSettled(session) }
     }
+
+    static let memoryDeliveryLimit = 1000
 
     /// `POST …/events/ack`.
     func acknowledge(_ session: SessionState, through seq: Int64, completion: @escaping @Sendable (Result<Void, APIError>) -> Void) {
@@ -68,20 +91,6 @@ extension TaskCoordinator {
         updateDelegateChannel(session)
     }
 
-    /// Keeps a webhook attempt for `GET …/deliveries`: in the store, or for an ephemeral session
-    /// (nothing of which goes to disk) the most recent `memoryDeliveryLimit` in memory.
-    func recordAttempt(_ attempt: DeliveryAttempt, of session: SessionState) {
-        guard session.mode.isDurable, let store else {
-            return session.locked {
-                let row = (session.memoryDeliveries.last?.row ?? 0) + 1
-                session.memoryDeliveries.append((row, attempt))
-                if session.memoryDeliveries.count > TaskCoordinator.memoryDeliveryLimit { session.memoryDeliveries.removeFirst() }
-            }
-        }
-        store.writer.submit({ try EventStore.recordAttempt(attempt, $0) }) { _ in }
-    }
-
-    static let memoryDeliveryLimit = 1000
 
     /// POSTs one event to the delegate, signed, through the engine: no redirects (a 3xx is a
     /// failure), 15 s at most; what the receiver answers beyond its status is not read.

@@ -74,7 +74,7 @@ extension TaskCoordinator {
         guard let event else { throw APIError.notFound("event \(eventID)") }
         deliver(event, to: delegate, session: session) { [self] outcome in
             guard outcome.stopReason != .shutdown else { return }
-            recordAttempt(DeliveryAttempt(event, attempt: 0, outcome: outcome, nextAttemptAt: nil), of: session)
+            saveDeliveries(session, [DeliveryAttempt(event, attempt: 0, outcome: outcome, nextAttemptAt: nil)])
         }
     }
 }

@@ -54,7 +54,23 @@ final class SessionState: @unchecked Sendable {
     func trimMemoryJournal() {
         let pushing = delegate.map { !$0.disabled } ?? false
         let through = pushing ? min(ackedThrough, deliveredThrough) : ackedThrough
-        memoryJournal.removeAll { $0.seq <= through }
+        memoryJournal.removeFirst(memoryIndex(after: through))
+    }
+
+    /// An ephemeral session's events after `seq`, at most `limit` (lock held).
+    func memoryEvents(after seq: Int64, limit: Int) -> [Event] {
+        let start = memoryIndex(after: seq)
+        return Array(memoryJournal[start..<min(memoryJournal.count, start + limit)])
+    }
+
+    /// Where the events after `seq` begin in the journal, which is in seq order (lock held).
+    private func memoryIndex(after seq: Int64) -> Int {
+        var low = 0, high = memoryJournal.count
+        while low < high {
+            let middle = (low + high) / 2
+            if memoryJournal[middle].seq <= seq { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 
     /// Tasks that keep the session busy: running or being cancelled (lock held).

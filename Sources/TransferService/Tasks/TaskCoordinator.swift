@@ -52,6 +52,8 @@ final class TaskCoordinator: @unchecked Sendable {
     }
 
     func shutdown() {
+        // Webhook bookkeeping waiting for its batch is stored while the store is still open.
+        for session in registry.all { session.locked { session.channel }?.saveNow() }
         clock.stopAndJoin()
     }
 
