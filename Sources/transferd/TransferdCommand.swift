@@ -81,6 +81,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("max-running-transfers"), help: "Transfers running at once; sessions take turns for the rest. Env: TRANSFERD_MAX_RUNNING_TRANSFERS. [10000]")
     var maxRunningTransfers: String?
 
+    @Option(name: .customLong("sse-heartbeat"), help: "Time between Server-Sent Events heartbeats. Env: TRANSFERD_SSE_HEARTBEAT. [15s]")
+    var sseHeartbeat: String?
+
     var rawSettings: RawSettings {
         var raw = RawSettings()
         raw.listen = listen
@@ -106,6 +109,7 @@ struct TransferdCommand: ParsableCommand {
         raw.webhookRetrySchedule = webhookRetrySchedule
         raw.maxBytesPerSecond = maxBytesPerSecond
         raw.maxRunningTransfers = maxRunningTransfers
+        raw.sseHeartbeat = sseHeartbeat
         return raw
     }
 }

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from openapi_spec_validator import validate
 
+from support.api import wait_for
 from support.origin import Origin
 from support.transferd import REPO_ROOT
 
@@ -26,13 +27,10 @@ METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 SERVER_ROUTES = ["/healthz", "/readyz", "/metrics", "/v1", "/v1/sessions", "/v1/stats"]
 SOURCES = REPO_ROOT / "Sources"
 
-# Routes and problem codes of work in progress that the document does not cover yet: events and
-# deliveries (their issue documents them). Remove entries as they are documented.
-PENDING_ROUTES = {
-    ("GET", "/v1/sessions/{identifier}/events"), ("POST", "/v1/sessions/{identifier}/events/ack"),
-    ("GET", "/v1/sessions/{identifier}/deliveries"), ("POST", "/v1/sessions/{identifier}/events/{event}/redeliver"),
-}
-PENDING_CODES = {(409, "no_delegate")}
+# Routes and problem codes of work in progress that the document does not cover yet, as
+# ("GET", "/v1/…") and (409, "code"). Remove entries as they are documented.
+PENDING_ROUTES: set[tuple[str, str]] = set()
+PENDING_CODES: set[tuple[int, str]] = set()
 
 
 @pytest.fixture(scope="module")
@@ -561,6 +559,30 @@ def test_sessions_and_tasks_are_answered_as_documented(spec, transferd):
         check("GET", "/v1/stats", 200)
         check("GET", "/v1/stats?x=1", 422, "unknown_parameter")
 
+        # events and deliveries
+        events = f"{session}/events"
+        page = check("GET", f"{events}?after=0&limit=3", 200).json()
+        assert [e["seq"] for e in page["events"]] == [1, 2, 3] and page["next"] == 3
+        first = page["events"][0]["id"]
+        assert check("GET", f"{events}?after=1000000&wait=0.2", 200).json()["events"] == []
+        check("GET", f"{events}?wait=601", 422, "validation_failed")
+        check("GET", f"{events}?since=1", 422, "unknown_parameter")
+        assert check("POST", f"{events}/ack", 200, json={"through": 2}).json()["acked_through"] == 2
+        check("POST", f"{events}/ack", 422, "validation_failed", json={})
+        check("POST", f"{events}/ack", 422, "unknown_field", json={"through": 2, "until": 3})
+        check("POST", f"{events}/ack", 400, "invalid_json", data=b"{", headers={"Content-Type": "application/json"})
+        check("POST", f"{events}/{first}/redeliver", 409, "no_delegate")
+        check("GET", f"{session}/deliveries", 200)
+        check("GET", f"{session}/deliveries?after=x", 422, "validation_failed")
+        hooked = "com.example.openapi.hooked"
+        check("PUT", f"/v1/sessions/{hooked}", 201, json={"mode": "default", "delegate": {"url": origin.url("/echo")}})
+        check("POST", f"/v1/sessions/{hooked}/tasks", 201, json={**download, "start": False})
+        created = check("GET", f"/v1/sessions/{hooked}/events?after=0", 200).json()["events"][0]
+        check("POST", f"/v1/sessions/{hooked}/events/{created['id']}/redeliver", 202)
+        check("POST", f"/v1/sessions/{hooked}/events/evt_nope/redeliver", 404, "not_found")
+        attempts = wait_for(lambda: check("GET", f"/v1/sessions/{hooked}/deliveries?limit=1", 200).json()["deliveries"])
+        assert attempts[0]["event"] == created["id"]
+
         # invalidation: a running task keeps the session `invalidating`; new tasks are refused
         check("POST", tasks, 201, json={"id": "slow", "kind": "data",
                                         "request": {"url": origin.url("/bytes/100000?rate=2000")}})
@@ -570,6 +592,10 @@ def test_sessions_and_tasks_are_answered_as_documented(spec, transferd):
         check("PUT", session, 409, "session_invalidated")
         check("DELETE", f"{session}?mode=cancel", 202)
         check("DELETE", "/v1/sessions/no.such.session", 404, "not_found")
+        # An invalidated session's event stream ends after its last event.
+        wait_for(lambda: check("GET", session, 200).json()["state"] == "invalidated")
+        stream = check("GET", f"{events}?after=0", 200, headers={"Accept": "text/event-stream"}, stream=True)
+        assert stream.text.rstrip().endswith('"data":{}}') and "event: session.invalidated" in stream.text
 
     statuses = {status for _, _, status in check.seen}
     assert {200, 201, 202, 204, 206, 400, 403, 404, 409, 415, 416, 422} <= statuses, statuses

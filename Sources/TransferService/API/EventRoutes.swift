@@ -15,11 +15,15 @@ struct EventRoutes {
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit", "wait"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
                 let limit = try RouteSupport.limit(request)
-                var after = try EventRoutes.cursor(request.query("after"), field: "after")
                 let wantsStream = request.headers["accept"]?.lowercased().contains("text/event-stream") ?? false
+                // A reconnecting EventSource names the last event it saw (WHATWG HTML §9.2.4);
+                // without any cursor, reading starts after what was acknowledged: what a
+                // re-attaching client missed.
+                var from = try EventRoutes.cursor(request.query("after"), field: "after")
+                if wantsStream, let last = try EventRoutes.cursor(request.headers["last-event-id"], field: "Last-Event-ID") { from = last }
+                let after = from ?? session.locked { session.ackedThrough }
                 if wantsStream {
-                    if let last = request.headers["last-event-id"] { after = try EventRoutes.cursor(last, field: "Last-Event-ID") }
-                    let stream = EventStream(session: session, coordinator: coordinator, after: after ?? 0, heartbeat: heartbeat)
+                    let stream = EventStream(session: session, coordinator: coordinator, after: after, heartbeat: heartbeat)
                     responder.respond(HTTPResponse(status: 200, headers: HTTPHeaders([
                         ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
                     ]), body: .stream { stream.run(on: $0) }))
@@ -32,15 +36,13 @@ struct EventRoutes {
                     }
                     wait = s
                 }
-                // Without a cursor, start after what was acknowledged: what a re-attaching client missed.
-                let from = after ?? session.locked { session.ackedThrough }
-                coordinator.waitForEvents(session, after: from, limit: limit, seconds: wait) { events in
+                coordinator.waitForEvents(session, after: after, limit: limit, seconds: wait) { events in
                     responder.respond(RouteSupport.json { json in
                         json.beginObject()
                         json.key("events"); json.beginArray()
                         for event in events { event.encode(into: &json) }
                         json.endArray()
-                        json.key("next"); json.int(events.last?.seq ?? from)
+                        json.key("next"); json.int(events.last?.seq ?? after)
                         json.key("pending_events"); json.int(session.locked { session.pendingEvents })
                         json.endObject()
                     })
@@ -125,7 +127,8 @@ struct EventRoutes {
 
 /// One Server-Sent Events stream: journaled events after the cursor, then live ones as they are
 /// committed (and live progress), with a heartbeat comment between. `id:` is the seq, so a client
-/// reconnecting with `Last-Event-ID` continues where it stopped.
+/// reconnecting with `Last-Event-ID` continues where it stopped. `session.invalidated` is the
+/// last event a session has: the stream ends after it.
 final class EventStream: Sendable {
     private struct State {
         /// Live events that arrived while the journal was being replayed (nil once it was).
@@ -192,6 +195,7 @@ final class EventStream: Sendable {
             out += [0x0A, 0x0A]
         }
         if !out.isEmpty { stream.write(out) }
+        if events.contains(where: { $0.type == .sessionInvalidated }) { stream.finish() }
     }
 
     private func scheduleHeartbeat(_ stream: ResponseStream) {

@@ -27,6 +27,7 @@ public struct RawSettings: Sendable {
     public var webhookRetrySchedule: String?
     public var maxBytesPerSecond: String?
     public var maxRunningTransfers: String?
+    public var sseHeartbeat: String?
 
     public init() {}
 }
@@ -116,6 +117,7 @@ public enum ConfigurationResolver {
             }
             configuration.webhookSchedule = delays.map { $0! }
         }
+        configuration.sseHeartbeat = try seconds(pick(raw.sseHeartbeat, "--sse-heartbeat", "TRANSFERD_SSE_HEARTBEAT"), 15)
         configuration.sweepInterval = try seconds(pick(raw.sweepInterval, "--sweep-interval", "TRANSFERD_SWEEP_INTERVAL"), 600)
         configuration.maxBlobBytes = Int64(try integer(pick(raw.maxBlobBytes, "--max-blob-bytes", "TRANSFERD_MAX_BLOB_BYTES"),
                                                        64 << 30, 1...(1 << 50)))

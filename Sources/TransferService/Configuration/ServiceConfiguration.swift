@@ -19,6 +19,9 @@ public struct ServiceConfiguration: Sendable {
     public var maxDataBodyBytes: Int64 = 64 << 20
     /// Delays before each webhook attempt (PRODUCT.md's schedule unless shortened for tests).
     public var webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
+    /// Seconds between Server-Sent Events heartbeats (comments that keep proxies from closing a
+    /// quiet stream).
+    public var sseHeartbeat: Double = 15
     /// How often expired things are swept.
     public var sweepInterval: Double = 600
     /// Largest blob `POST /v1/blobs` accepts (413 beyond).

@@ -8,21 +8,37 @@ import TransferEngine
 /// through the transfer engine, so protocol limits and the network policy apply to them too.
 final class DelegateChannel: @unchecked Sendable {
     private let session: SessionState
+    /// The delegate it delivers to; a changed delegate gets a new channel.
+    let delegate: Delegate
     private let coordinator: TaskCoordinator
     /// Everything below is confined to this queue.
     private let queue = DispatchQueue(label: "transferd.delegate")
     private var subscription: UInt64?
+    private var upcoming: UpcomingEvents
     private var current: Event?
     private var attempt = 0
     private var inFlight = false
     /// A failed attempt waits for its retry time: nothing is sent meanwhile.
     private var waitingForRetry = false
     private var stopped = false
+    /// Attempts, and delivery progress, not stored yet: saved together `saveDelay` after the first
+    /// of them. Losing them in a crash only sends those events again (with the same webhook-id);
+    /// storing each at once would put a commit — an fsync — per webhook in front of every task
+    /// completion's.
+    private var unsaved: [DeliveryAttempt] = []
+    private var saveScheduled = false
+    static let saveDelay = 0.1
 
-    init(session: SessionState, coordinator: TaskCoordinator) {
+    /// Delivers what follows `delivered` (the session's `deliveredThrough`).
+    init(session: SessionState, delegate: Delegate, delivered: Int64, coordinator: TaskCoordinator) {
         self.session = session
+        self.delegate = delegate
         self.coordinator = coordinator
+        upcoming = UpcomingEvents(after: delivered)
     }
+
+    /// Events read from the journal at once, when the channel has fallen behind.
+    static let pageSize = 64
 
     func start() {
         subscription = session.feed.subscribe { [weak self] events in
@@ -30,45 +46,73 @@ final class DelegateChannel: @unchecked Sendable {
             if events.count == 1, events[0].type == .taskProgress {
                 self.queue.async { self.pushProgress(events[0]) }
             } else {
-                self.wake()
+                self.queue.async {
+                    self.upcoming.committed(events)
+                    self.pump()
+                }
             }
         }
-        wake()
+        queue.async { [self] in pump() }
     }
 
     func stop() {
         queue.async { [self] in
             stopped = true
             if let subscription { session.feed.unsubscribe(subscription) }
+            if saveScheduled { save() }
         }
     }
 
-    func wake() {
-        queue.async { [self] in pump() }
+    /// Stores what is not stored yet, now (at shutdown, while the store is open).
+    func saveNow() {
+        queue.sync { if saveScheduled { save() } }
     }
 
-    private var delegate: Delegate? {
-        session.locked { session.delegate.flatMap { $0.disabled ? nil : $0 } }
+    private func save() {
+        saveScheduled = false
+        let attempts = unsaved
+        unsaved = []
+        coordinator.saveDeliveries(session, attempts)
+    }
+
+    private func noteProgress(_ attempt: DeliveryAttempt? = nil) {
+        if let attempt { unsaved.append(attempt) }
+        guard !saveScheduled else { return }
+        saveScheduled = true
+        let clock = coordinator.clock
+        clock.execute { [self] in
+            clock.scheduleTimer(at: MonotonicClock.after(seconds: Self.saveDelay)) { [self] in
+                queue.async { [self] in if saveScheduled { save() } }
+            }
+        }
     }
 
     private func pump() {
-        guard !stopped, !inFlight, !waitingForRetry, let delegate else { return }
-        if let current { return send(current, to: delegate) }
-        let after = session.locked { session.deliveredThrough }
-        let upcoming = coordinator.events(of: session, after: after, limit: 64)
-        var skipped = after
-        for event in upcoming {
-            if delegate.wants(event.type) {
-                current = event
-                break
-            }
-            skipped = event.seq
-        }
-        if skipped > after { coordinator.markDelivered(session, through: skipped) }
-        if let current { send(current, to: delegate) } else if skipped > after { pump() }
+        guard !stopped, !inFlight, !waitingForRetry else { return }
+        if current == nil { current = nextWanted() }
+        if let current { send(current) }
     }
 
-    private func send(_ event: Event, to delegate: Delegate) {
+    /// The next event the delegate wants; those it does not want count as delivered.
+    private func nextWanted() -> Event? {
+        var skipped: Int64?
+        defer {
+            if let skipped {
+                coordinator.markDelivered(session, through: skipped)
+                noteProgress()
+            }
+        }
+        while true {
+            if upcoming.needsRead {
+                upcoming.read(coordinator.events(of: session, after: upcoming.known, limit: Self.pageSize), pageSize: Self.pageSize)
+            }
+            guard let event = upcoming.take() else { return nil }
+            if delegate.wants(event.type) { return event }
+            skipped = event.seq
+        }
+    }
+
+    private func send(_ event: Event) {
         inFlight = true
         attempt += 1
         let number = attempt
@@ -79,34 +123,34 @@ final class DelegateChannel: @unchecked Sendable {
 
     private func finished(_ event: Event, attempt number: Int, outcome: TransferOutcome) {
         inFlight = false
-        let status = outcome.failure == nil ? outcome.response?.status : nil
+        // Stopped because transferd is stopping: no answer either way; the next start sends it.
+        guard outcome.stopReason != .shutdown else { return }
         let schedule = coordinator.limits.webhookSchedule
         var nextDelay: Double?
         var disable: String?
-        switch status {
-        case let s? where (200..<300).contains(s):
+        let status = outcome.failure == nil ? outcome.response?.status : nil
+        if let status, (200..<300).contains(status) {
             current = nil
             attempt = 0
             coordinator.markDelivered(session, through: event.seq)
-        case 410?:
+        } else if status == 410 {
             disable = "the delegate answered 410 Gone"
-        default:
-            if number < schedule.count {
-                var delay = schedule[number] * Double.random(in: 0.9...1.1)
-                if let retryAfter = outcome.response.flatMap(RetryAfter.seconds) { delay = max(delay, retryAfter) }
-                nextDelay = delay
-            } else {
-                disable = "delivery failed \(number) times"
+        } else if number < schedule.count {
+            // Jitter (±10 %) keeps many sessions failing at once from retrying in step; a later
+            // `Retry-After` (RFC 9110 §10.2.3) wins, up to a day.
+            nextDelay = schedule[number] * Double.random(in: 0.9...1.1)
+            if let retryAfter = outcome.response.flatMap(RetryAfter.seconds) {
+                nextDelay = max(nextDelay!, min(retryAfter, RetryAfter.longest))
             }
+        } else {
+            disable = "delivery failed \(number) times"
         }
-        let error = outcome.failure?.message ?? status.flatMap { (200..<300).contains($0) ? nil : "HTTP \($0)" }
-        coordinator.recordAttempt(DeliveryAttempt(
-            session: session.identifier, event: event.id, seq: event.seq, attempt: number, at: Timestamp.now(),
-            status: outcome.response?.status, error: error, nextAttemptAt: nextDelay.map { Timestamp.now().adding(seconds: $0) }))
+        noteProgress(DeliveryAttempt(event, attempt: number, outcome: outcome,
+                                     nextAttemptAt: nextDelay.map { Timestamp.now().adding(seconds: $0) }))
         if let disable {
             current = nil
             attempt = 0
-            coordinator.disableDelegate(of: session, because: disable)
+            coordinator.disable(delegate, of: session, because: disable)
             return
         }
         guard let nextDelay else { return pump() }
@@ -124,16 +168,30 @@ final class DelegateChannel: @unchecked Sendable {
 
     /// Progress is live only: one attempt, no retry, no record.
     private func pushProgress(_ event: Event) {
-        guard !stopped, let delegate, delegate.wants(.taskProgress) else { return }
+        guard !stopped, delegate.wants(.taskProgress) else { return }
         coordinator.deliver(event, to: delegate, session: session) { _ in }
     }
 }
 
 /// `Retry-After` (RFC 9110 §10.2.3): seconds, or an HTTP-date.
 enum RetryAfter {
+    /// The longest wait a receiver's `Retry-After` can ask for.
+    static let longest: Double = 86_400
+
     static func seconds(_ response: ResponseHead) -> Double? {
         guard let value = response.header("retry-after") else { return nil }
         if let n = Double(value.trimmingCharacters()), n >= 0 { return n }
         return HTTPDate.parse(value).map { max(0, $0.seconds - Timestamp.now().seconds) }
+    }
+}
+
+extension DeliveryAttempt {
+    /// What an attempt to deliver `event` came to: any 2xx is success; a 3xx (never followed),
+    /// other statuses and transport failures are errors.
+    init(_ event: Event, attempt: Int, outcome: TransferOutcome, nextAttemptAt: Timestamp?) {
+        let status = outcome.failure == nil ? outcome.response?.status : nil
+        self.init(session: event.session, event: event.id, seq: event.seq, attempt: attempt, at: Timestamp.now(), status: status,
+                  error: outcome.failure?.message ?? status.flatMap { (200..<300).contains($0) ? nil : "HTTP \($0)" },
+                  nextAttemptAt: nextAttemptAt)
     }
 }

@@ -56,11 +56,15 @@ struct EventDraft: Sendable {
     let type: EventType
     let task: String?
     let data: [UInt8]
+    /// A `task.completed` of a task that kept the session busy: when no other busy task is left,
+    /// `session.all_tasks_finished` follows it (decided when it is numbered).
+    var endsBusyTask = false
 
-    init(_ type: EventType, task: String?, data: [UInt8] = Array("{}".utf8)) {
+    init(_ type: EventType, task: String?, data: [UInt8] = Array("{}".utf8), endsBusyTask: Bool = false) {
         self.type = type
         self.task = task
         self.data = data
+        self.endsBusyTask = endsBusyTask
     }
 
     /// An event whose data is the task object (`task.completed`).

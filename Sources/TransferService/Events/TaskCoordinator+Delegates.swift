@@ -4,62 +4,84 @@ import TransferEngine
 
 /// Delegate delivery: the coordinator's side of `DelegateChannel`.
 extension TaskCoordinator {
-    /// Starts, keeps or stops a session's delivery channel to match its delegate.
+    /// Starts, keeps or stops a session's delivery channel to match its delegate. A delegate set
+    /// anew (another URL, secret or filter, or enabled again) gets a new channel, which sends at
+    /// once what is due rather than waiting out the old one's retry delay.
     func updateDelegateChannel(_ session: SessionState) {
         let (start, stop): (DelegateChannel?, DelegateChannel?) = session.locked {
-            let wanted = session.delegate.map { !$0.disabled } ?? false
-            if wanted && session.channel != nil { return (nil, nil) }
-            if wanted {
-                let channel = DelegateChannel(session: session, coordinator: self)
-                session.channel = channel
-                return (channel, nil)
+            let wanted = session.delegate.flatMap { $0.disabled ? nil : $0 }
+            if let current = session.channel, current.delegate == wanted { return (nil, nil) }
+            let old = session.channel
+            session.channel = wanted.map {
+                DelegateChannel(session: session, delegate: $0, delivered: session.deliveredThrough, coordinator: self)
             }
-            defer { session.channel = nil }
-            return (nil, session.channel)
+            return (session.channel, old)
         }
         stop?.stop()
         start?.start()
-        session.locked { session.channel }?.wake()
     }
 
     /// Journaled events of a session after `seq`, from the store (durable) or memory (ephemeral).
     func events(of session: SessionState, after seq: Int64, limit: Int) -> [Event] {
         guard session.mode.isDurable, let store else {
-            return session.locked { Array(session.memoryJournal.lazy.filter { $0.seq > seq }.prefix(limit)) }
+            return session.locked { session.memoryEvents(after: seq, limit: limit) }
         }
         return (try? store.reader.read { try EventStore.events(session.identifier, after: seq, limit: limit, $0) }) ?? []
     }
 
     /// The delegate received everything up to `seq` (or did not want it): that counts as
-    /// acknowledged.
+    /// acknowledged. Memory only: `saveDeliveries` stores it.
     func markDelivered(_ session: SessionState, through seq: Int64) {
         session.locked {
             session.deliveredThrough = max(session.deliveredThrough, seq)
             session.ackedThrough = max(session.ackedThrough, seq)
-            session.memoryJournal.removeAll { $0.seq <= session.ackedThrough }
+            session.trimMemoryJournal()
+        }
+    }
+
+    /// Stores delivery bookkeeping — webhook attempts, for `GET …/deliveries`, and how far
+    /// delivery got — in one commit, then removes the session if it was invalidated and is now
+    /// settled. An ephemeral session (nothing of which goes to disk) keeps its most recent
+    /// `memoryDeliveryLimit` attempts in memory.
+    func saveDeliveries(_ session: SessionState, _ attempts: [DeliveryAttempt]) {
+        let through: Int64 = session.locked {
+            if !session.mode.isDurable {
+                var row = session.memoryDeliveries.last?.row ?? 0
+                for attempt in attempts {
+                    row += 1
+                    session.memoryDeliveries.append((row, attempt))
+                }
+                session.memoryDeliveries.removeFirst(max(0, session.memoryDeliveries.count - TaskCoordinator.memoryDeliveryLimit))
+            }
+            return session.deliveredThrough
         }
         persist(session, { db in
-            try EventStore.setDelivered(session.identifier, through: seq, db)
-            try EventStore.setAcked(session.identifier, through: seq, db)
+            for attempt in attempts { try EventStore.recordAttempt(attempt, db) }
+            try EventStore.setDelivered(session.identifier, through: through, db)
+            try EventStore.setAcked(session.identifier, through: through, db)
         }) { [self] _ in removeIfSettled(session) }
     }
 
+    static let memoryDeliveryLimit = 1000
+
     /// `POST …/events/ack`.
     func acknowledge(_ session: SessionState, through seq: Int64, completion: @escaping @Sendable (Result<Void, APIError>) -> Void) {
-        session.locked {
+        let acked = session.locked {
             session.ackedThrough = max(session.ackedThrough, min(seq, session.nextEventSeq - 1))
-            session.memoryJournal.removeAll { $0.seq <= session.ackedThrough }
+            session.trimMemoryJournal()
+            return session.ackedThrough
         }
-        let acked = session.locked { session.ackedThrough }
         persist(session, { try EventStore.setAcked(session.identifier, through: acked, $0) }) { [self] result in
             completion(result.mapError(APIError.storeFailure))
             removeIfSettled(session)
         }
     }
 
-    func disableDelegate(of session: SessionState, because reason: String) {
+    /// Disables the session's delegate, visibly (`delegate.disabled`), unless it was set anew
+    /// meanwhile.
+    func disable(_ delegate: Delegate, of session: SessionState, because reason: String) {
         let row: StoredSession? = session.locked {
-            guard session.delegate != nil else { return nil }
+            guard session.delegate == delegate else { return nil }
             session.delegate?.disabled = true
             return storedRow(session)
         }
@@ -69,13 +91,9 @@ extension TaskCoordinator {
         updateDelegateChannel(session)
     }
 
-    func recordAttempt(_ attempt: DeliveryAttempt) {
-        guard let store else { return }
-        store.writer.submit({ try EventStore.recordAttempt(attempt, $0) }) { _ in }
-    }
 
     /// POSTs one event to the delegate, signed, through the engine: no redirects (a 3xx is a
-    /// failure), 15 s at most.
+    /// failure), 15 s at most; what the receiver answers beyond its status is not read.
     func deliver(_ event: Event, to delegate: Delegate, session: SessionState,
                  completion: @escaping @Sendable (TransferOutcome) -> Void)
     {
@@ -86,8 +104,7 @@ extension TaskCoordinator {
         spec.headers = [("Content-Type", "application/json"), ("User-Agent", "transferd/\(Service.version)")]
             + WebhookSigner.headers(id: event.id, timestamp: Timestamp.now().milliseconds / 1000, body: body, key: delegate.key)
         spec.body = .bytes(body)
-        spec.output = .memory
-        spec.maxBodyBytes = 64 * 1024
+        spec.output = .discard
         spec.followRedirects = false
         spec.idleTimeout = 15
         spec.totalTimeout = 15

@@ -41,22 +41,29 @@ extension TaskCoordinator {
 
     /// `GET …/deliveries`: webhook attempts in the order they were made.
     func deliveries(_ session: SessionState, after row: Int64, limit: Int) throws(APIError) -> DeliveryPage {
-        guard let store, session.mode.isDurable else { return DeliveryPage(rows: [], next: nil) }
-        do {
-            var rows = try store.reader.read { try EventStore.attempts(session.identifier, afterRow: row, limit: limit + 1, $0) }
-            let more = rows.count > limit
-            if more { rows.removeLast() }
-            return DeliveryPage(rows: rows, next: more ? rows.last?.0 : nil)
-        } catch {
-            throw APIError.storeFailure(error)
+        var rows: [(Int64, DeliveryAttempt)]
+        if session.mode.isDurable, let store {
+            do {
+                rows = try store.reader.read { try EventStore.attempts(session.identifier, afterRow: row, limit: limit + 1, $0) }
+            } catch {
+                throw APIError.storeFailure(error)
+            }
+        } else {
+            rows = session.locked { session.memoryDeliveries.lazy.filter { $0.row > row }.prefix(limit + 1).map { ($0.row, $0.attempt) } }
         }
+        let more = rows.count > limit
+        if more { rows.removeLast() }
+        return DeliveryPage(rows: rows, next: more ? rows.last?.0 : nil)
     }
 
-    /// `POST …/events/{event}/redeliver`: one more attempt of that event, besides the in-order
-    /// delivery (which it neither waits for nor moves).
+    /// `POST …/events/{event}/redeliver`: one more attempt of that event (numbered 0 in the
+    /// deliveries), besides the in-order delivery, which it neither waits for nor moves.
     func redeliver(_ session: SessionState, eventID: String) throws(APIError) {
         guard let delegate = session.locked({ session.delegate }) else {
             throw APIError(409, "no_delegate", "session \(session.identifier) has no delegate")
+        }
+        guard !delegate.disabled else {
+            throw APIError(409, "no_delegate", "the delegate of session \(session.identifier) is disabled (it answered 410 Gone); set it again with PUT")
         }
         let event: Event?
         if session.mode.isDurable, let store {
@@ -66,11 +73,8 @@ extension TaskCoordinator {
         }
         guard let event else { throw APIError.notFound("event \(eventID)") }
         deliver(event, to: delegate, session: session) { [self] outcome in
-            let status = outcome.failure == nil ? outcome.response?.status : nil
-            recordAttempt(DeliveryAttempt(session: session.identifier, event: event.id, seq: event.seq, attempt: 0,
-                                          at: Timestamp.now(), status: status,
-                                          error: outcome.failure?.message ?? status.flatMap { (200..<300).contains($0) ? nil : "HTTP \($0)" },
-                                          nextAttemptAt: nil))
+            guard outcome.stopReason != .shutdown else { return }
+            saveDeliveries(session, [DeliveryAttempt(event, attempt: 0, outcome: outcome, nextAttemptAt: nil)])
         }
     }
 }

@@ -2,8 +2,9 @@ import HTTPServer
 import Reactor
 
 extension TaskCoordinator {
-    /// Once a second, `task.progress` for each running task of a session someone listens to: live
-    /// only, never journaled (PRODUCT.md: throttled, at most one a second a task).
+    /// Once a second, `task.progress` for each task of a session someone listens to whose transfer
+    /// moved bytes since the last one (URLSession's didWriteData / didSendBodyData): live only,
+    /// never journaled (PRODUCT.md: throttled, at most one a second a task).
     func startProgressEvents() {
         clock.execute { [self] in scheduleProgressEvents() }
     }
@@ -22,6 +23,9 @@ extension TaskCoordinator {
                 session.tasks.values.compactMap { entry in
                     guard entry.transfer != nil else { return nil }
                     let snapshot = entry.snapshot
+                    let moved = snapshot.progress.bytesReceived + snapshot.progress.bytesSent
+                    guard moved != entry.progressEventBytes else { return nil }
+                    entry.progressEventBytes = moved
                     var json = JSONWriter()
                     snapshot.encodeProgress(into: &json)
                     return Event(id: Event.newID(), seq: 0, session: session.identifier, type: .taskProgress,

@@ -70,7 +70,7 @@ public final class Service: Sendable {
             TaskContentRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
             StatsRoute(coordinator: coordinator, rates: rates).register(in: &table, guard: auth.check)
             BlobRoutes(coordinator: coordinator, maxBlobBytes: configuration.maxBlobBytes).register(in: &table, guard: auth.check)
-            EventRoutes(coordinator: coordinator, heartbeat: 15).register(in: &table, guard: auth.check)
+            EventRoutes(coordinator: coordinator, heartbeat: configuration.sseHeartbeat).register(in: &table, guard: auth.check)
         }
         server = try HTTPServer(configuration: configuration.serverConfiguration(loops: cores),
                                 router: router, logger: logger)

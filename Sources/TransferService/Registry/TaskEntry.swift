@@ -34,8 +34,15 @@ final class TaskEntry: @unchecked Sendable {
     /// rewritten once per response head.
     private var pendingEvents: [EventDraft] = []
     var pendingEventsScheduled = false
+    /// Bytes moved as the last `task.progress` told.
+    var progressEventBytes: Int64 = 0
+    /// Its completion, on its way to the store, ends a busy period: counted in the session's
+    /// `busyTasksEnding` until the completed record is published.
+    var endingBusy = false
 
     func addPendingEvents(_ events: [EventDraft]) { pendingEvents += events }
+
+    var hasPendingEvents: Bool { !pendingEvents.isEmpty }
 
     func takePendingEvents() -> [EventDraft] {
         defer { pendingEvents = [] }

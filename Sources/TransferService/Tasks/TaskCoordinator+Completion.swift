@@ -146,19 +146,21 @@ extension TaskCoordinator {
         // A spooled body is needed no more once its task completed.
         let completed = done
         let ownedBlob = TaskCoordinator.ownedBlob(of: completed)
-        let lastBusy = session.locked {
-            (entry.record.state == .running || entry.record.state == .canceling) && session.busyCount == 1
+        let endsBusy = session.locked {
+            guard !entry.endingBusy, entry.record.state == .running || entry.record.state == .canceling else { return false }
+            entry.endingBusy = true
+            return true
         }
         commit(completed, of: entry, in: session, events: { api in
-            TaskCoordinator.completionEvents(completed, api: api, lastBusy: lastBusy)
+            TaskCoordinator.completionEvents(completed, api: api, endsBusy: endsBusy)
         }, also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
             removeOwnedBlobFile(of: completed)
         })
     }
 
-    /// `task.finished_downloading` (a download that succeeded), `task.completed` (with the task),
-    /// and `session.all_tasks_finished` when this was the last task keeping the session busy.
-    private static func completionEvents(_ record: TaskRecord, api: [UInt8], lastBusy: Bool) -> [EventDraft] {
+    /// `task.finished_downloading` (a download that succeeded) and `task.completed` (with the
+    /// task), which `session.all_tasks_finished` follows when it leaves the session idle.
+    private static func completionEvents(_ record: TaskRecord, api: [UInt8], endsBusy: Bool) -> [EventDraft] {
         var events: [EventDraft] = []
         if let result = record.result, record.error == nil {
             var json = JSONWriter()
@@ -169,8 +171,7 @@ extension TaskCoordinator {
             json.endObject()
             events.append(EventDraft(.taskFinishedDownloading, task: record.id, data: json.bytes))
         }
-        events.append(EventDraft(.taskCompleted, task: record.id, data: api))
-        if lastBusy { events.append(EventDraft(.sessionAllTasksFinished, task: nil)) }
+        events.append(EventDraft(.taskCompleted, task: record.id, data: api, endsBusyTask: endsBusy))
         return events
     }
 

@@ -43,7 +43,7 @@ extension TaskCoordinator {
             return r
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskResumed)], { try TaskStore.updateTask(change, $0) }) { [self] result in
+        persist(session, events: [.summary(change, .taskResumed)], reportedBy: entry, { try TaskStore.updateTask(change, $0) }) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             publish(change, of: entry, in: session)
             startTransfer(entry, in: session)
@@ -63,7 +63,7 @@ extension TaskCoordinator {
             return (r, entry.transfer)
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskSuspended)], { try TaskStore.updateTask(change, $0) }) { [self] result in
+        persist(session, events: [.summary(change, .taskSuspended)], reportedBy: entry, { try TaskStore.updateTask(change, $0) }) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             publish(change, of: entry, in: session)
             handle?.stop(.suspended)

@@ -152,6 +152,7 @@ extension TaskCoordinator {
     func remove(_ session: SessionState, then: @escaping @Sendable () -> Void) {
         registry.remove(session)
         engine.removeSession(session.identifier)
+        engine.removeSession(TaskCoordinator.deliverySession(session.identifier))
         session.locked { session.delegate = nil }
         updateDelegateChannel(session)
         let ownedBlobs = Locked<[String]>([])

@@ -176,12 +176,12 @@ extension TaskCoordinator {
     /// Stores what `noteTransferChange` kept back, unless a completion has taken it meanwhile. The
     /// row is only updated while it still says unfinished: a late flush never undoes a completion.
     func flushPendingEvents(of entry: TaskEntry, in session: SessionState) {
-        let (events, record): ([EventDraft], TaskRecord) = session.locked {
+        let record: TaskRecord? = session.locked {
             entry.pendingEventsScheduled = false
-            return (entry.takePendingEvents(), entry.record)
+            return entry.hasPendingEvents ? entry.record : nil
         }
-        guard !events.isEmpty else { return }
-        persist(session, events: events, { db in try TaskStore.updateTaskIfUnfinished(record, db) }) { _ in }
+        guard let record else { return }
+        persist(session, reportedBy: entry, { db in try TaskStore.updateTaskIfUnfinished(record, db) }) { _ in }
     }
 
     /// Closes what `openBody` opened, for a transfer that will not start after all.

@@ -52,6 +52,8 @@ final class TaskCoordinator: @unchecked Sendable {
     }
 
     func shutdown() {
+        // Webhook bookkeeping waiting for its batch is stored while the store is still open.
+        for session in registry.all { session.locked { session.channel }?.saveNow() }
         clock.stopAndJoin()
     }
 
@@ -60,12 +62,14 @@ final class TaskCoordinator: @unchecked Sendable {
     /// Runs `work` in the next group commit for a durable session, with `events` journaled in the
     /// same transaction, then `then`; the events reach listeners once committed. For an ephemeral
     /// session nothing is written: the events join its in-memory journal and `then` runs at once.
-    func persist(_ session: SessionState, events drafts: [EventDraft] = [], _ work: @escaping (Database) throws -> Void,
-                 then: @escaping @Sendable (Result<Void, Error>) -> Void)
+    /// Events a running transfer of `entry` reported and that were not stored yet go first: they
+    /// are taken where they are numbered, so a flush and a completion cannot swap them.
+    func persist(_ session: SessionState, events drafts: [EventDraft] = [], reportedBy entry: TaskEntry? = nil,
+                 _ work: @escaping (Database) throws -> Void, then: @escaping @Sendable (Result<Void, Error>) -> Void)
     {
         guard session.mode.isDurable, let store else {
             session.feed.serially {
-                let events = journal(drafts, in: session)
+                let events = journal(drafts, reportedBy: entry, in: session)
                 session.locked { session.memoryJournal.append(contentsOf: events) }
                 session.feed.publish(events)
             }
@@ -74,7 +78,7 @@ final class TaskCoordinator: @unchecked Sendable {
         // Numbering and queueing together, so seqs reach the single writer in order; it commits
         // and publishes in that order.
         session.feed.serially {
-            let events = journal(drafts, in: session)
+            let events = journal(drafts, reportedBy: entry, in: session)
             store.writer.submit({ db in
                 try work(db)
                 try EventStore.insert(events, db)
@@ -85,16 +89,27 @@ final class TaskCoordinator: @unchecked Sendable {
         }
     }
 
-    /// Numbers the drafts in the session's sequence (called inside `feed.serially`).
-    private func journal(_ drafts: [EventDraft], in session: SessionState) -> [Event] {
-        guard !drafts.isEmpty else { return [] }
+    /// Numbers the drafts in the session's sequence (called inside `feed.serially`). The end of a
+    /// busy period (`session.all_tasks_finished`, urlSessionDidFinishEvents) is decided here, in
+    /// seq order: of several tasks completing at once, the one numbered last ends it.
+    private func journal(_ drafts: [EventDraft], reportedBy entry: TaskEntry?, in session: SessionState) -> [Event] {
         let now = Timestamp.now()
         return session.locked {
-            drafts.map { draft in
-                defer { session.nextEventSeq += 1 }
-                return Event(id: Event.newID(), seq: session.nextEventSeq, session: session.identifier, type: draft.type,
-                             task: draft.task, at: now, data: draft.data)
+            let all = (entry?.takePendingEvents() ?? []) + drafts
+            guard !all.isEmpty else { return [] }
+            var events: [Event] = []
+            func append(_ draft: EventDraft) {
+                events.append(Event(id: Event.newID(), seq: session.nextEventSeq, session: session.identifier, type: draft.type,
+                                    task: draft.task, at: now, data: draft.data))
+                session.nextEventSeq += 1
             }
+            for draft in all {
+                append(draft)
+                guard draft.endsBusyTask else { continue }
+                session.busyTasksEnding += 1
+                if session.busyCount <= session.busyTasksEnding { append(EventDraft(.sessionAllTasksFinished, task: nil)) }
+            }
+            return events
         }
     }
 
@@ -108,9 +123,7 @@ final class TaskCoordinator: @unchecked Sendable {
     {
         let api = record.jsonBytes()
         let document = record.storageDocument(api: api)
-        // Events a running transfer reported and that were not stored yet go first, in order.
-        let earlier = session.locked { entry.takePendingEvents() }
-        persist(session, events: earlier + events(api), { db in
+        persist(session, events: events(api), reportedBy: entry, { db in
             try TaskStore.updateTask(record, document: document, db)
             try also?(db)
         }) { [self] result in
@@ -125,6 +138,10 @@ final class TaskCoordinator: @unchecked Sendable {
     /// Makes `record` the current state of `entry`, keeping counts and waking long-polls.
     func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil) {
         let waiters: [@Sendable (TaskRecord) -> Void] = session.locked {
+            if record.isCompleted && entry.endingBusy {
+                entry.endingBusy = false
+                session.busyTasksEnding -= 1
+            }
             session.count(from: entry.record.state, to: record.state)
             entry.setRecord(record, encoded: encoded)
             guard record.isCompleted else { return [] }

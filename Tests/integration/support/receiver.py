@@ -113,6 +113,11 @@ class WebhookReceiver(LoopbackService):
         with self._changed:
             self._responses.append(_Response(status, times, retry, delay))
 
+    def clear_responses(self) -> None:
+        """Forget the queued answers: every delivery from now on gets the default 200."""
+        with self._changed:
+            self._responses.clear()
+
     def wait_for(self, predicate: Callable[[list[Delivery]], T], timeout: float = 10.0) -> T:
         """Wait until `predicate(deliveries)` is truthy and return its value; TimeoutError after
         `timeout` seconds."""
