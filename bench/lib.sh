@@ -3,7 +3,8 @@
 #
 # A script sets BINARY, calls `bench_setup NAME` (scratch directory in $work, cleanup on exit),
 # then starts what it needs with `start_transferd [flags...]` ($api, $token, $auth) and
-# `start_nginx SERVER_BLOCK_BODY` ($nport; the body is nginx config inside `server { }`).
+# `start_nginx SERVER_BLOCK_BODY [HTTP_BLOCK_LINES]` ($nport; the body is nginx config inside
+# `server { }`, the optional lines go in `http { }`).
 
 log() { echo "$*" >&2; }
 
@@ -97,7 +98,7 @@ transferd_summary() {  # one line: peak memory and how many warnings transferd l
   return 0
 }
 
-start_nginx() {  # server-block body: nginx on a free port ($nport) with that server block
+start_nginx() {  # server-block body [http-block lines]: nginx on a free port ($nport)
   nport=$(free_port)
   cat >"$work/nginx.conf" <<EOF
 worker_processes auto;
@@ -115,6 +116,7 @@ http {
     scgi_temp_path $work/scgi;
     types { application/json json; }
     default_type application/octet-stream;
+${2:-}
     server {
         listen 127.0.0.1:$nport;
 $1

@@ -22,6 +22,7 @@
 #   BENCH_ONLY [paced,burst], TRANSFERD_BIN [.build/release/transferd]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 COUNT=${BENCH_COUNT:-1000}
 RATE=${BENCH_RATE:-100}
@@ -30,74 +31,21 @@ ONLY=${BENCH_ONLY:-paced,burst}
 BINARY=${TRANSFERD_BIN:-${TRANSFERD_BINARY:-.build/release/transferd}}
 BAR_MS=50
 
-say() { echo "$*" >&2; }
-
-if ! [ -x /usr/sbin/nginx ]; then
-  say "installing nginx"
-  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get install -y -q nginx >/dev/null 2>&1 || { $sudo_cmd apt-get update -q >/dev/null; $sudo_cmd apt-get install -y -q nginx >/dev/null; }
-fi
-[ -x "$BINARY" ] || make build >&2
-
-work=$(mktemp -d /tmp/transferd-bench-hooks.XXXXXX)
-pids=()
-stop_all() {  # SIGTERM, and SIGKILL for what has not exited 10 s later
-  local pid
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null && say "pid $pid ignored SIGTERM" || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap stop_all EXIT
-trap 'exit 130' INT TERM
-
-port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-ready() {  # url [curl args]: 200 within 20 s
-  local url=$1; shift
-  for _ in $(seq 200); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$@" "$url" || true)" = 200 ] && return 0
-    sleep 0.1
-  done
-  say "no answer from $url"; return 1
-}
+install_tools nginx curl
+ensure_binary
+bench_setup hooks
 
 # nginx, logging when each response ended ($msec, after the last byte was sent) and, for webhooks,
 # which event it was.
 mkdir -p "$work/www" "$work/files"
 head -c "$SIZE" /dev/urandom >"$work/www/small.bin"
-chmod 755 "$work" "$work/www"; chmod 644 "$work/www/small.bin"
-nport=$(port)
-cat >"$work/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-    log_format ended '\$msec \$request_uri \$http_webhook_id';
-    access_log $work/access.log ended;
-    client_body_temp_path $work/body; proxy_temp_path $work/proxy; fastcgi_temp_path $work/fastcgi;
-    uwsgi_temp_path $work/uwsgi; scgi_temp_path $work/scgi;
-    server {
-        listen 127.0.0.1:$nport;
-        root $work/www;
-        location = /webhook { return 204; }
-    }
-}
-EOF
-/usr/sbin/nginx -p "$work" -e "$work/nginx-error.log" -c "$work/nginx.conf" >/dev/null &
-pids+=($!)
-ready "http://127.0.0.1:$nport/small.bin"
-
-token=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
-tport=$(port)
-"$BINARY" --listen "127.0.0.1:$tport" --data-dir "$work/data" --api-token "$token" --allow-path "$work/files" \
-  --log-level warning >/dev/null 2>"$work/transferd.log" &
-pids+=($!)
-ready "http://127.0.0.1:$tport/readyz"
+chmod 755 "$work/www"; chmod 644 "$work/www/small.bin"
+start_nginx "        root $work/www;
+        access_log $work/access.log ended;
+        location = /webhook { return 204; }" "    log_format ended '\$msec \$request_uri \$http_webhook_id';"
+wait_for "http://127.0.0.1:$nport/small.bin"
+start_transferd --allow-path "$work/files"
+tport=${api##*:}
 
 echo "transferd webhook latency bench — $(date -u +%FT%TZ), $(nproc) cores, $COUNT downloads of $SIZE bytes"
 echo "start: $(uptime)"
@@ -119,6 +67,5 @@ for regime in paced burst; do
 done
 echo
 [ -n "$verdict" ] && echo "$verdict"
-problems=$(grep -cE '"level":"(warning|error|critical)"' "$work/transferd.log" || true)
-echo "transferd: $problems warning/error log lines"; [ "$problems" -gt 0 ] && head -n 5 "$work/transferd.log"
+transferd_summary
 echo "end:   $(uptime)"
