@@ -187,8 +187,12 @@ final class Transfer: @unchecked Sendable {
         return true
     }
 
-    /// A ranged request answered with 206 for our offset continues the file; any other success
-    /// means the origin sent the whole body, so the file starts over from zero — never appended to.
+    /// A ranged request answered with 206 for our offset continues the file. Any other answer is
+    /// not a continuation (RFC 9110 §13.1.5: a 200 means the validator no longer matches, or the
+    /// origin ignores ranges), so the file starts over from zero — never appended to.
+    /// A 416 means the partial file is already as long as the resource, or longer (a stop came
+    /// between the last byte and the commit): its bytes cannot be vouched for without a body to
+    /// hash, so the attempt fails transiently with an empty file and the retry fetches it whole.
     private func acceptResumedResponse(_ head: ResponseHead, resume: ResumeRequest) -> Bool {
         if head.status == 206 {
             guard let range = head.header("content-range"), ContentRange.start(range) == resume.offset else {
@@ -198,7 +202,7 @@ final class Transfer: @unchecked Sendable {
             resumedAtOffset = resume.offset
             return true
         }
-        guard (200..<300).contains(head.status), case .file = spec.output else { return true }
+        guard case .file = spec.output else { return true }
         if ftruncate(outputFD, 0) != 0 {
             writeFailure = TransferFailure(.cannotWriteToFile, "cannot truncate the file: \(String(cString: strerror(errno)))")
             return false
@@ -206,6 +210,10 @@ final class Transfer: @unchecked Sendable {
         writeOffset = 0
         restartedFromZero = true
         handle.setReceived(0)
+        if head.status == 416 {
+            writeFailure = TransferFailure(.badServerResponse, "the origin refused the range (416); the file starts over")
+            return false
+        }
         if let old = hasher, case .file(let fd, _) = spec.output {
             old.cancel { _ in }
             hasher = FileHasher(fd: fd)

@@ -71,11 +71,20 @@ final class TaskStore: Sendable {
             .run()
     }
 
-    /// Like `updateTask`, but never over a row that already says completed (a late report from a
-    /// transfer must not undo its completion).
-    static func updateTaskIfUnfinished(_ task: TaskRecord, _ db: Database) throws {
-        try db.statement("UPDATE tasks SET doc = ? WHERE session = ? AND id = ? AND state != 'completed'")
-            .bind(.text(document(task)), .text(task.session), .text(task.id))
+    /// Like `updateTask`, but never over a row that already says completed: a change decided
+    /// before a completion (a late report from a transfer, a suspend or a retry racing with the
+    /// end of the transfer) must not undo it. A completed task never runs again.
+    static func updateTaskIfUnfinished(_ task: TaskRecord, document doc: [UInt8]? = nil, _ db: Database) throws {
+        let text = doc.map { String(decoding: $0, as: UTF8.self) } ?? document(task)
+        try db.statement("UPDATE tasks SET state = ?, doc = ? WHERE session = ? AND id = ? AND state != 'completed'")
+            .bind(.text(task.state.rawValue), .text(text), .text(task.session), .text(task.id))
+            .run()
+    }
+
+    /// `PATCH`: priority and description, whatever state the stored task is in by now.
+    static func updateDetails(session: String, id: String, priority: Double, description: String?, _ db: Database) throws {
+        try db.statement("UPDATE tasks SET doc = json_set(doc, '$.priority', ?, '$.description', ?) WHERE session = ? AND id = ?")
+            .bind(.real(priority), .optionalText(description), .text(session), .text(id))
             .run()
     }
 
@@ -163,6 +172,16 @@ final class TaskStore: Sendable {
             var out: [TaskRecord] = []
             while try s.step() { if let t = TaskStore.decode(s.text(0)) { out.append(t) } }
             return out
+        }
+    }
+
+    /// Whether a task of this id is stored (an index probe; the document is not read).
+    func taskExists(session: String, id: String) throws -> Bool {
+        try reader.read { db in
+            let s = try db.statement("SELECT 1 FROM tasks WHERE session = ? AND id = ?")
+            try s.bind(.text(session), .text(id))
+            defer { s.reset() }
+            return try s.step()
         }
     }
 

@@ -21,6 +21,14 @@ final class TaskEntry: @unchecked Sendable {
     var deleted = false
     /// A cancel asked for resume data.
     var produceResumeData = false
+    /// A cancel was asked for: nothing starts the task again; its completion is on the way.
+    var cancelRequested = false
+    /// Its completion was decided (and is being stored): a task completes once, whichever of a
+    /// cancel, a transfer's end or a start-up decides first.
+    var completing = false
+    /// A start is being prepared (between the check and the engine's handle): one at a time, so
+    /// two starts (a resume and a stopped transfer's `afterStop`) never write one file together.
+    var starting = false
     /// The last progress sample (monotonic ns, bytes moved) and the rate measured up to it.
     private var sample: (at: UInt64, bytes: Int64) = (0, 0)
     private var rate: Double = 0

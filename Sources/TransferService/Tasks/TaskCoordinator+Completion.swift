@@ -14,7 +14,7 @@ extension TaskCoordinator {
             defer { entry.output = nil; entry.afterStop = .nothing }
             var record = entry.record
             TaskCoordinator.absorb(outcome, into: &record)
-            record.validator = TaskCoordinator.validator(outcome.response) ?? record.validator
+            record.validator = TaskCoordinator.validator(after: outcome.response, previous: record.validator)
             entry.record = record
             return (entry.output, record, entry.afterStop, entry.produceResumeData, session.configuration)
         }
@@ -30,29 +30,32 @@ extension TaskCoordinator {
                 if afterStop == .resume { startTransfer(entry, in: session) }
             })
         case .cancelled?:
-            let resumeData = wantsResumeData ? keepForResume(record, output: output) : nil
-            if resumeData == nil { output?.discard() }
-            complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled", resumeData: resumeData))
+            fail(entry, in: session, output: output, record: record,
+                 error: TaskError(code: .cancelled, message: "the task was cancelled"), resumable: wantsResumeData)
         case .resourceTimeout?:
-            output?.discard()
-            complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
+            fail(entry, in: session, output: output, record: record,
+                 error: TaskError(code: .timedOut, message: "the task's resource timeout passed"), resumable: true)
         case nil:
             let policy = RetryPolicy(configuration: configuration, mode: session.mode)
             let deadline = record.createdAt.adding(seconds: configuration.timeoutResource)
             if let failure = outcome.failure {
-                if let delay = policy.delay(after: .failure(failure), attempts: record.metrics.attempts, deadline: deadline) {
-                    return retry(entry, in: session, after: delay, keeping: output, failure: TaskError(failure))
+                switch policy.decide(after: .failure(failure), attempts: record.metrics.attempts, deadline: deadline) {
+                case .retry(let delay):
+                    retry(entry, in: session, after: delay, keeping: output, failure: TaskError(failure))
+                case .deadline:
+                    let error = TaskError(code: .timedOut,
+                                          message: "the task's resource timeout passed while retrying after: \(failure.message)",
+                                          curlCode: failure.curlCode)
+                    fail(entry, in: session, output: output, record: record, error: error, resumable: true)
+                case .stop:
+                    // A download the network cut short leaves resume data (not one that failed on
+                    // its own side, such as a full disk).
+                    fail(entry, in: session, output: output, record: record, error: TaskError(failure),
+                         resumable: failure.isTransient)
                 }
-                // Out of attempts: a download the network cut short leaves resume data (not one
-                // that failed on its own side, such as a full disk).
-                let resumeData = failure.isTransient ? keepForResume(record, output: output) : nil
-                if resumeData == nil { output?.discard() }
-                var error = TaskError(failure)
-                error.resumeData = resumeData
-                complete(entry, in: session, error: error)
             } else if let status = outcome.response?.status,
-                      let delay = policy.delay(after: .status(status, retryAfter: outcome.response.flatMap(RetryAfter.seconds)),
-                                               attempts: record.metrics.attempts, deadline: deadline)
+                      case .retry(let delay) = policy.decide(after: .status(status, retryAfter: outcome.response.flatMap(RetryAfter.seconds)),
+                                                             attempts: record.metrics.attempts, deadline: deadline)
             {
                 // A status the session retries: what came with it is not the body wanted.
                 output?.truncate()
@@ -62,6 +65,17 @@ extension TaskCoordinator {
                 finishSuccessfully(outcome, output: output, entry: entry, in: session)
             }
         }
+    }
+
+    /// Completes a task whose last attempt failed: a resumable download keeps its partial file
+    /// for the resume data the error carries; anything else loses its temporary file.
+    private func fail(_ entry: TaskEntry, in session: SessionState, output: TaskOutput?, record: TaskRecord,
+                      error: TaskError, resumable: Bool)
+    {
+        var error = error
+        error.resumeData = resumable ? keepForResume(record, output: output) : nil
+        if error.resumeData == nil { output?.discard() }
+        complete(entry, in: session, error: error)
     }
 
     /// Schedules the next attempt: phase `retrying` with `next_attempt_at`, the partial file kept
@@ -75,20 +89,24 @@ extension TaskCoordinator {
         waiting.nextAttemptAt = Timestamp.now().adding(seconds: delay)
         logger.info("retrying", metadata: ["task": .string("\(session.identifier)/\(waiting.id)"), "after_s": .stringConvertible(delay),
                                            "reason": .string(failure.message)])
-        commit(waiting, of: entry, in: session, then: { [self] in
-            clock.execute { [self] in
-                clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
-                    let due = session.locked { entry.record.state == .running && entry.record.phase == .retrying && entry.transfer == nil }
-                    if due { startTransfer(entry, in: session) }
-                }
+        commit(waiting, of: entry, in: session, then: { [self] in startRetry(entry, in: session, after: delay) })
+    }
+
+    /// Starts a task waiting in phase `retrying` once `delay` has passed — unless meanwhile it was
+    /// suspended, cancelled or started by other means.
+    func startRetry(_ entry: TaskEntry, in session: SessionState, after delay: Double) {
+        clock.execute { [self] in
+            clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
+                let due = session.locked { entry.record.state == .running && entry.record.phase == .retrying && entry.transfer == nil }
+                if due { startTransfer(entry, in: session) }
             }
-        })
+        }
     }
 
     /// Keeps a download's partial file and returns resume data for it, when there is something to
     /// resume: bytes on disk and a validator to send with `If-Range`.
     func keepForResume(_ record: TaskRecord, output: TaskOutput?) -> String? {
-        guard record.kind == .download, let output, let validator = record.validator else { return nil }
+        guard record.isResumable, let output, let validator = record.validator else { return nil }
         let offset = output.existingSize
         guard offset > 0, let partial = output.keepForResume(as: TaskCoordinator.resumeName(for: record)) else { return nil }
         let data = ResumeData(url: record.currentURL ?? record.url, validator: validator, offset: offset,
@@ -146,9 +164,14 @@ extension TaskCoordinator {
         // A spooled body is needed no more once its task completed.
         let completed = done
         let ownedBlob = TaskCoordinator.ownedBlob(of: completed)
-        let lastBusy = session.locked {
-            (entry.record.state == .running || entry.record.state == .canceling) && session.busyCount == 1
+        let claim: (first: Bool, lastBusy: Bool) = session.locked {
+            defer { entry.completing = true }
+            return (!entry.completing,
+                    (entry.record.state == .running || entry.record.state == .canceling) && session.busyCount == 1)
         }
+        // A task completes once: a second decision (a cancel racing with the transfer's end) is dropped.
+        guard claim.first else { return }
+        let lastBusy = claim.lastBusy
         commit(completed, of: entry, in: session, events: { api in
             TaskCoordinator.completionEvents(completed, api: api, lastBusy: lastBusy)
         }, also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
@@ -202,10 +225,17 @@ extension TaskCoordinator {
     }
 
     /// A strong ETag, else Last-Modified: what `If-Range` may carry (RFC 9110 §13.1.5).
-    static func validator(_ response: ResponseHead?) -> String? {
-        guard let response else { return nil }
+    static func validator(_ response: ResponseHead) -> String? {
         if let etag = response.header("etag"), !etag.hasPrefix("W/") { return etag }
         return response.header("last-modified")
+    }
+
+    /// The validator of the bytes in a task's file once `response` arrived: a 206 continued the
+    /// file the previous validator named (and may repeat it or not); any other response replaced
+    /// the content, so only its own validator, if any, describes the file. No response: no change.
+    static func validator(after response: ResponseHead?, previous: String?) -> String? {
+        guard let response else { return previous }
+        return response.status == 206 ? validator(response) ?? previous : validator(response)
     }
 }
 

@@ -35,7 +35,7 @@ extension TaskCoordinator {
     func resume(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, APIError>) -> Void) {
         guard let entry = liveEntry(session, id) else { return completion(Result { () throws(APIError) in try record(session, id) }) }
         let change: TaskRecord? = session.locked {
-            guard entry.record.state == .suspended else { return nil }
+            guard entry.record.state == .suspended, !entry.cancelRequested, !entry.completing else { return nil }
             var r = entry.record
             r.state = .running
             r.phase = .waiting
@@ -43,7 +43,7 @@ extension TaskCoordinator {
             return r
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskResumed)], { try TaskStore.updateTask(change, $0) }) { [self] result in
+        persist(session, events: [.summary(change, .taskResumed)], { try TaskStore.updateTaskIfUnfinished(change, $0) }) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             publish(change, of: entry, in: session)
             startTransfer(entry, in: session)
@@ -55,7 +55,7 @@ extension TaskCoordinator {
     func suspend(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, APIError>) -> Void) {
         guard let entry = liveEntry(session, id) else { return completion(Result { () throws(APIError) in try record(session, id) }) }
         let (change, handle): (TaskRecord?, TransferHandle?) = session.locked {
-            guard entry.record.state == .running else { return (nil, nil) }
+            guard entry.record.state == .running, !entry.cancelRequested, !entry.completing else { return (nil, nil) }
             var r = entry.record
             r.state = .suspended
             r.phase = .waiting
@@ -63,7 +63,7 @@ extension TaskCoordinator {
             return (r, entry.transfer)
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskSuspended)], { try TaskStore.updateTask(change, $0) }) { [self] result in
+        persist(session, events: [.summary(change, .taskSuspended)], { try TaskStore.updateTaskIfUnfinished(change, $0) }) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             publish(change, of: entry, in: session)
             handle?.stop(.suspended)
@@ -82,20 +82,23 @@ extension TaskCoordinator {
     func cancel(_ entry: TaskEntry, in session: SessionState, produceResumeData: Bool,
                 completion: @escaping @Sendable (TaskRecord) -> Void)
     {
-        let (handle, completed): (TransferHandle?, TaskRecord?) = session.locked {
-            if entry.record.isCompleted { return (nil, entry.record) }
+        let (handle, completed, idle): (TransferHandle?, TaskRecord?, Bool) = session.locked {
+            if entry.record.isCompleted { return (nil, entry.record, false) }
             entry.completionWaiters.append(completion)
+            // Asked already: the completion it started answers this caller too.
+            if entry.cancelRequested { return (nil, nil, false) }
+            entry.cancelRequested = true
             entry.afterStop = .nothing
             entry.produceResumeData = produceResumeData
-            guard let handle = entry.transfer else { return (nil, nil) }
+            guard let handle = entry.transfer else { return (nil, nil, true) }
             session.count(from: entry.record.state, to: .canceling)
             entry.record.state = .canceling
-            return (handle, nil)
+            return (handle, nil, false)
         }
         if let completed { return completion(completed) }
         if let handle {
             handle.stop(.cancelled)
-        } else {
+        } else if idle {
             // Suspended, or waiting to retry: nothing runs, so the task completes here.
             fileWork.async { [self] in
                 let record = session.locked { entry.record }
@@ -116,7 +119,8 @@ extension TaskCoordinator {
             if let priority { stored.priority = priority }
             if let description { stored.description = description }
             let changed = stored
-            persist(session, { try TaskStore.updateTask(changed, $0) }) { result in
+            persist(session, { try TaskStore.updateDetails(session: session.identifier, id: id, priority: changed.priority,
+                                                           description: changed.description, $0) }) { result in
                 completion(result.map { changed }.mapError(APIError.storeFailure))
             }
             return
@@ -127,7 +131,9 @@ extension TaskCoordinator {
             if let description { r.description = description }
             return (r, entry.transfer)
         }
-        persist(session, { try TaskStore.updateTask(change, $0) }) { [self] result in
+        // Only these two fields: the task may complete meanwhile, and its completion must stay.
+        persist(session, { try TaskStore.updateDetails(session: session.identifier, id: id, priority: change.priority,
+                                                       description: change.description, $0) }) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             session.locked {
                 entry.record.priority = change.priority

@@ -7,8 +7,15 @@ extension TaskCoordinator {
     /// Hands a running task to the engine: opens its output, builds the transfer from the task and
     /// its session's configuration. A task whose output cannot be opened completes with the error.
     func startTransfer(_ entry: TaskEntry, in session: SessionState) {
-        let (record, configuration) = session.locked { (entry.record, session.configuration) }
-        guard record.state == .running, entry.transfer == nil, !entry.deleted else { return }
+        let claimed: (TaskRecord, SessionConfiguration)? = session.locked {
+            guard entry.record.state == .running, entry.transfer == nil, !entry.starting, !entry.cancelRequested,
+                  !entry.completing, !entry.deleted
+            else { return nil }
+            entry.starting = true
+            return (entry.record, session.configuration)
+        }
+        guard let (record, configuration) = claimed else { return }
+        defer { session.locked { entry.starting = false } }
         let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - Timestamp.now().seconds
         guard remaining > 0 else {
             return complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
@@ -49,7 +56,7 @@ extension TaskCoordinator {
         }
         if let output {
             let existing = output.existingSize
-            if existing > 0, let validator = record.validator {
+            if existing > 0, record.isResumable, let validator = record.validator {
                 spec.resume = ResumeRequest(offset: existing, validator: validator)
                 spec.output = .file(fd: output.fd, offset: existing)
             } else {
@@ -63,11 +70,18 @@ extension TaskCoordinator {
         if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
-        session.locked {
+        let submitted: Bool = session.locked {
+            // A cancel that came meanwhile found nothing running and completes the task itself.
+            guard !entry.cancelRequested else { return false }
             entry.output = output
             entry.record.phase = spec.notBefore == nil ? .waiting : .scheduled
             entry.record.nextAttemptAt = nil
             entry.transfer = engine.submit(spec, observer: observer)
+            return true
+        }
+        if !submitted {
+            TaskCoordinator.closeFiles(of: body.0)
+            output?.keep()
         }
     }
 
@@ -120,7 +134,7 @@ extension TaskCoordinator {
     /// A task that will not run again: resume data for its partial file when it can be resumed
     /// (the file is kept), otherwise the file is removed.
     func settlePartialOutput(of record: TaskRecord, session: SessionState) -> String? {
-        guard record.kind == .download, record.validator != nil, let output = try? openOutput(for: record, session: session) else {
+        guard record.isResumable, record.validator != nil, let output = try? openOutput(for: record, session: session) else {
             discardPartialOutput(of: record, session: session)
             return nil
         }
@@ -233,6 +247,8 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
         coordinator.noteTransferChange(entry, in: session, events: events) { record in
             record.response = head
             record.currentURL = response.url
+            // Stored with the head (0.2 s later), so a partial file continues after kill -9 too.
+            record.validator = TaskCoordinator.validator(after: response, previous: record.validator)
         }
     }
 

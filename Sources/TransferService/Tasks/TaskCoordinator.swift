@@ -111,7 +111,11 @@ final class TaskCoordinator: @unchecked Sendable {
         // Events a running transfer reported and that were not stored yet go first, in order.
         let earlier = session.locked { entry.takePendingEvents() }
         persist(session, events: earlier + events(api), { db in
-            try TaskStore.updateTask(record, document: document, db)
+            if record.isCompleted {
+                try TaskStore.updateTask(record, document: document, db)
+            } else {
+                try TaskStore.updateTaskIfUnfinished(record, document: document, db)
+            }
             try also?(db)
         }) { [self] result in
             if case .failure(let error) = result {
@@ -122,15 +126,19 @@ final class TaskCoordinator: @unchecked Sendable {
         }
     }
 
-    /// Makes `record` the current state of `entry`, keeping counts and waking long-polls.
+    /// Makes `record` the current state of `entry`, keeping counts and waking long-polls. A change
+    /// decided before the task completed (and stored only if it had not: `updateTaskIfUnfinished`)
+    /// is dropped here too: a completed task stays completed.
     func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil) {
-        let waiters: [@Sendable (TaskRecord) -> Void] = session.locked {
+        let waiters: [@Sendable (TaskRecord) -> Void]? = session.locked {
+            if entry.record.isCompleted && !record.isCompleted { return nil }
             session.count(from: entry.record.state, to: record.state)
             entry.setRecord(record, encoded: encoded)
             guard record.isCompleted else { return [] }
             defer { entry.completionWaiters = [] }
             return entry.completionWaiters
         }
+        guard let waiters else { return }
         for waiter in waiters { waiter(record) }
         if record.isCompleted {
             registry.noteCompleted(session, taskID: record.id)
