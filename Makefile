@@ -5,7 +5,7 @@ ARGS     ?=
 SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 
-.PHONY: run build deps test unit integration bench clean
+.PHONY: run build deps test unit integration crash bench clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -30,6 +30,13 @@ unit: deps
 integration: build
 	@scripts/install-deps.sh test
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
+
+## make crash: the crash harness's long form (ROUNDS rounds of kill -9 under load; `make test`
+## runs a short one). SEED= repeats a run.
+ROUNDS ?= 200
+crash: build
+	@scripts/install-deps.sh test
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 Tests/crash/crash_harness.py --rounds $(ROUNDS) $(if $(SEED),--seed $(SEED))
 
 ## make bench: the benchmark scripts in bench/ (they install nginx, wrk, curl, aria2 if missing).
 bench: build

@@ -92,7 +92,6 @@ def main() -> int:
 
     failures = []
     with Origin() as origin, Transferd(api_token="bench") as td:
-        td.start()
         partials = fill(td, origin, args.tasks, args.unfinished, args.partials)
         results = {}
         for how in ("SIGTERM", "SIGKILL"):

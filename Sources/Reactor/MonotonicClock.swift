@@ -9,7 +9,12 @@ public enum MonotonicClock {
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 
+    /// A deadline `seconds` from now. Beyond a century it is a century away: nanoseconds in a
+    /// UInt64 run out at 584 years, and converting a larger Double traps (a task with a
+    /// far-future `begin_at` would crash the process, and a durable one at every start).
     public static func after(seconds: Double) -> UInt64 {
-        now() &+ UInt64(max(0, seconds) * 1_000_000_000)
+        now() &+ UInt64(min(max(0, seconds), centurySeconds) * 1_000_000_000)
     }
+
+    static let centurySeconds: Double = 100 * 365.25 * 86400
 }

@@ -52,22 +52,6 @@ final class MultiLoop: @unchecked Sendable {
 
     func submit(_ handle: TransferHandle, observer: TransferObserver) {
         let transfer = Transfer(handle: handle, observer: observer, policy: policy, counters: counters)
-        if let notBefore = handle.spec.notBefore, notBefore > MonotonicClock.now() {
-            handle.setPhase(.scheduled)
-            queue(for: handle.spec.session).delayed[ObjectIdentifier(handle)] = transfer
-            transfer.delayTimer = TimerIDBox(loop.scheduleTimer(at: notBefore) { [weak self, weak transfer] in
-                guard let self, let transfer else { return }
-                transfer.delayTimer = nil
-                let q = self.queue(for: transfer.spec.session)
-                guard q.delayed.removeValue(forKey: ObjectIdentifier(transfer.handle)) != nil else { return }
-                transfer.handle.setPhase(.waiting)
-                q.enqueue(transfer)
-                self.publishStatistics()
-                self.admit(transfer.spec.session)
-            })
-            publishStatistics()
-            return
-        }
         queue(for: handle.spec.session).enqueue(transfer)
         admit(handle.spec.session)
     }
@@ -133,9 +117,7 @@ final class MultiLoop: @unchecked Sendable {
             return
         }
         guard let q = sessions[handle.spec.session] else { return }
-        let key = ObjectIdentifier(handle)
-        if let transfer = q.delayed.removeValue(forKey: key) ?? q.removeWaiting(handle) {
-            if let timer = transfer.delayTimer { loop.cancelTimer(timer.id) }
+        if let transfer = q.removeWaiting(handle) {
             transfer.stopReason = reason
             publishStatistics()
             deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
@@ -153,8 +135,6 @@ final class MultiLoop: @unchecked Sendable {
             transfer.priority = priority
             q.enqueue(transfer)
             admit(handle.spec.session)
-        } else if let transfer = q.delayed[ObjectIdentifier(handle)] {
-            transfer.priority = priority
         }
     }
 
@@ -177,7 +157,7 @@ final class MultiLoop: @unchecked Sendable {
         queue(for: session).flush()
     }
 
-    /// Transfers waiting (for admission or their start time) and running, for other threads.
+    /// Transfers waiting for admission and running, for other threads.
     var statisticsSnapshot: (waiting: Int, running: Int) {
         (counters.waiting.load(ordering: .relaxed), counters.running.load(ordering: .relaxed))
     }
@@ -186,7 +166,7 @@ final class MultiLoop: @unchecked Sendable {
 
     /// Refreshes the waiting/running counts other threads read.
     private func publishStatistics() {
-        let (waiting, running) = sessions.values.reduce((0, 0)) { ($0.0 + $1.waitingCount + $1.delayed.count, $0.1 + $1.running) }
+        let (waiting, running) = sessions.values.reduce((0, 0)) { ($0.0 + $1.waitingCount, $0.1 + $1.running) }
         counters.waiting.store(waiting, ordering: .relaxed)
         counters.running.store(running, ordering: .relaxed)
     }

@@ -15,7 +15,6 @@ final class Transfer: @unchecked Sendable {
     var easy: OpaquePointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
     var running = false
-    var delayTimer: TimerIDBox?
     /// Admission order; changes when a client re-prioritizes the task while it waits.
     var priority: Double
 
@@ -257,12 +256,6 @@ final class Transfer: @unchecked Sendable {
     }
 
     private var effectiveURL: String? { easy.flatMap { CurlInfo.string($0, CURLINFO_EFFECTIVE_URL) } }
-}
-
-/// A timer registration that a transfer holds while it waits for `notBefore`.
-final class TimerIDBox {
-    let id: Reactor.TimerID
-    init(_ id: Reactor.TimerID) { self.id = id }
 }
 
 /// `Content-Range: bytes 100-199/1000` → 100.

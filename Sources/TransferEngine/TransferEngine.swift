@@ -21,7 +21,7 @@ public final class TransferEngine: Sendable {
         loop.loop.execute { loop.configure(session: session, limits: limits) }
     }
 
-    /// Queues a transfer; it starts when its session's limits allow and `notBefore` has passed.
+    /// Queues a transfer; it starts when its session's limits allow.
     /// The observer is told everything on the session's loop thread.
     @discardableResult
     public func submit(_ spec: TransferSpec, observer: TransferObserver) -> TransferHandle {

@@ -209,8 +209,9 @@ class Harness:
         self.receiver = WebhookReceiver(secret=secret).start()
         self.secret = secret
         (workdir / "data").mkdir()
+        # Warnings only: request lines of hundreds of rounds would fill the memory of this process.
         self.td = Transferd("--allow-path", str(self.root), "--webhook-retry-schedule", WEBHOOK_SCHEDULE,
-                            data_dir=workdir / "data")
+                            "--log-level", "warning", data_dir=workdir / "data")
         self.submitted: dict[tuple[str, str], Submitted] = {}
         self.verified: set[tuple[str, str]] = set()
 
@@ -396,9 +397,17 @@ def run(rounds: int, seed: int, budget: float, finish_timeout: float, keep: bool
                 print(f"round {harness.report.rounds}: {harness.report.submitted} tasks acknowledged, "
                       f"{len(harness.report.findings)} findings", flush=True)
         harness.finish(finish_timeout)
+    except (requests.RequestException, OSError, RuntimeError) as error:
+        # transferd stopped answering outside a planned kill: a crash, or a hang.
+        td = harness.td
+        status = f"exited with {td.process.poll()}" if td.process is not None and not td.running else "running"
+        log = workdir / "transferd.log"
+        log.write_text(td.output())
+        harness.report.finding(f"round {harness.report.rounds + 1}: {type(error).__name__}: {error}; transferd {status}; "
+                               f"its output is in {log}; the end of it:\n{td.output()[-3000:]}")
     finally:
         harness.close()
-        if keep:
+        if keep or harness.report.findings:
             print(f"kept {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)

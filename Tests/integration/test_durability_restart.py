@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
-from support.api import (assert_success, assert_task_error, create_session, create_task, data, download,
+from support.api import (assert_success, assert_task_error, create_batch, create_session, create_task, data, download,
                          fetch_sha256, get_task, run_task, task_path, wait_for, wait_progress, wait_task)
 from support.journal import of_type, read_events
 from support.origin import Origin
@@ -20,19 +21,21 @@ from support.origin import Origin
 MiB = 1 << 20
 
 
-def kill(td, how):
+def restart_mid_download(td, origin, mode: str, seed: str, how: str) -> tuple[str, dict]:
+    """A slow 4 MiB download in a new session of `mode`, stopped (SIGTERM or SIGKILL) once 512 KiB
+    arrived, and transferd started again. Returns the session and the task."""
+    sid = create_session(td, mode=mode)
+    task = create_task(td, sid, download(origin.url(f"/bytes/{4 * MiB}?seed={seed}&rate={2 * MiB}")))
+    wait_progress(td, sid, task["id"], 512 * 1024)
     td.kill9() if how == "kill9" else td.stop(signal=signal.SIGTERM)
+    td.restart()
+    return sid, task
 
 
 @pytest.mark.parametrize("how", ["sigterm", "kill9"])
 def test_background_download_continues_from_its_offset(transferd, origin, how):
-    sid = create_session(transferd, mode="background")
+    sid, task = restart_mid_download(transferd, origin, "background", "off", how)
     size = 4 * MiB
-    task = create_task(transferd, sid, download(origin.url(f"/bytes/{size}?seed=off&rate={2 * MiB}")))
-    wait_progress(transferd, sid, task["id"], 512 * 1024)
-    kill(transferd, how)
-    transferd.restart()
-
     done = assert_success(wait_task(transferd, sid, task["id"]))
     assert done["result"]["sha256"] == Origin.expected_sha256(size, "off")
     first, second = origin.requests
@@ -60,13 +63,7 @@ def test_task_waiting_to_retry_keeps_its_next_attempt_after_restart(transferd, o
 
 @pytest.mark.parametrize("how", ["sigterm", "kill9"])
 def test_default_running_download_is_interrupted_with_resume_data(transferd, origin, how):
-    sid = create_session(transferd, mode="default")
-    size = 4 * MiB
-    task = create_task(transferd, sid, download(origin.url(f"/bytes/{size}?seed=int&rate={2 * MiB}")))
-    wait_progress(transferd, sid, task["id"], 512 * 1024)
-    kill(transferd, how)
-    transferd.restart()
-
+    sid, task = restart_mid_download(transferd, origin, "default", "int", how)
     done = assert_task_error(wait_task(transferd, sid, task["id"]), "interrupted")
     token = done["error"]["resume_data"]
     assert token, done["error"]
@@ -79,8 +76,40 @@ def test_default_running_download_is_interrupted_with_resume_data(transferd, ori
     assert len(origin.requests) == 1, "a default task must not run again after a restart"
 
     resumed = run_task(transferd, sid, {"kind": "download", "resume_data": token})
-    assert assert_success(resumed)["result"]["sha256"] == Origin.expected_sha256(size, "int")
+    assert assert_success(resumed)["result"]["sha256"] == Origin.expected_sha256(4 * MiB, "int")
     assert origin.requests[-1].status == 206
+
+
+@pytest.mark.parametrize("mode", ["background", "default"])
+def test_far_future_begin_at_survives_restarts(transferd, origin, mode):
+    """A start date centuries ahead is valid; it once overflowed the monotonic clock and crashed
+    transferd at creation, and a durable task at every start after."""
+    sid = create_session(transferd, mode=mode)
+    task = create_task(transferd, sid, download(origin.url("/bytes/10"), begin_at="9999-12-31T23:59:59Z"))
+    assert task["state"] == "running"
+    transferd.kill9()
+    transferd.restart()
+    again = get_task(transferd, sid, task["id"])
+    if mode == "background":
+        assert (again["state"], again["phase"]) == ("running", "scheduled"), again
+    else:
+        assert_task_error(wait_task(transferd, sid, task["id"]), "interrupted")
+    assert origin.requests == []
+
+
+def test_scheduled_tasks_hold_no_file_until_their_begin_at(transferd, origin):
+    """Tens of thousands of tasks may wait for tomorrow: each costs a timer, not an open file."""
+    sid = create_session(transferd, mode="background")
+    tomorrow = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
+    tasks = create_batch(transferd, sid, [download(origin.url(f"/bytes/{i + 1}"), begin_at=tomorrow) for i in range(300)])
+    transferd.kill9()
+    transferd.restart()
+    assert {get_task(transferd, sid, t["id"])["phase"] for t in tasks[:5]} == {"scheduled"}
+    files = transferd.data_dir / "sessions" / sid / "files"
+    assert not files.exists() or list(files.iterdir()) == []
+    descriptors = len(list(Path(f"/proc/{transferd.pid}/fd").iterdir()))
+    assert descriptors < 200, f"{descriptors} open descriptors for 300 scheduled tasks"
+    assert origin.requests == []
 
 
 def test_ephemeral_temporary_file_beside_a_destination_is_swept(start_transferd, api_token, origin, tmp_path):

@@ -20,12 +20,6 @@ server keeps between requests, so that a valid request stays valid:
     `task_not_found` otherwise): such references name a blob the test stored beforehand.
 One reported failure is dropped (`filter_failure`): "deleted resource still available" after
 `DELETE /v1/sessions/{identifier}`, whose invalidation is asynchronous by contract (202).
-
-Worked around, a server bug: a task whose `begin_at` lies more than about 584 years ahead crashes
-transferd (`MonotonicClock.after(seconds:)` converts the nanoseconds to UInt64 and traps; called
-from `startTransfer` in TaskCoordinator+Transfers.swift), and for a durable session again at every
-restart. Until it is fixed, generated `begin_at` years beyond 2400 are lowered to 2400 (in every
-mode: a far-future date is valid, so any accepted request could carry one).
 """
 
 from __future__ import annotations
@@ -65,13 +59,6 @@ if __name__ == "_schemathesis_hooks":
             else:
                 retry["backoff_initial_s"] = max_value
 
-    def _spare_the_clock(creation) -> None:
-        """BUG WORKAROUND (far-future `begin_at` crashes transferd, see the module docstring)."""
-        if isinstance(creation, dict) and isinstance(creation.get("begin_at"), str):
-            year = re.match(r"([0-9]{4})-", creation["begin_at"])
-            if year and int(year.group(1)) > 2400:
-                creation["begin_at"] = "2400" + creation["begin_at"][4:]
-
     def _existing_sources(creation) -> None:
         """Points a task's blob and task references at the blob the test stored."""
         blob = os.environ.get("TRANSFERD_SCHEMATHESIS_BLOB")
@@ -101,11 +88,6 @@ if __name__ == "_schemathesis_hooks":
                     body = json.dumps(case.body, sort_keys=True, default=str).encode()
                     digest = hashlib.sha256(body).hexdigest()[:16]
                     case.headers["Idempotency-Key"] = f"{key[:200]}.{digest}"
-        if operation == "POST /v1/sessions/{identifier}/tasks":
-            _spare_the_clock(case.body)
-        if operation == "POST /v1/sessions/{identifier}/tasks:batch" and isinstance(case.body, dict):
-            for creation in case.body.get("tasks") or []:
-                _spare_the_clock(creation)
         if operation == "GET /v1/sessions/{identifier}/tasks/{task}" and case.query and "wait" in case.query:
             try:
                 seconds = float(case.query["wait"])
@@ -229,9 +211,6 @@ else:
                 f"schemathesis reported failures (exit {result.returncode}, {elapsed:.0f}s):\n{output[-20000:]}")
             assert "No issues found" in output or " passed" in output, output[-5000:]
 
-    @pytest.mark.xfail(strict=True, reason="server bug: a begin_at ~584+ years ahead traps in "
-                       "MonotonicClock.after(seconds:) (UInt64 overflow) and kills transferd; "
-                       "remove the hook's workaround with this mark once fixed")
     def test_a_far_future_begin_at_does_not_crash_the_service(start_transferd, api_token):
         td = start_transferd(api_token=api_token)
         assert td.put("/v1/sessions/far-future", json={"mode": "default"}).status_code == 201

@@ -8,26 +8,33 @@ extension TaskCoordinator {
     /// A transfer attempt ended (on the file-work queue): settle its output file, then the task —
     /// completed, retried, or left for a later attempt.
     func transferEnded(_ handle: TransferHandle, _ outcome: TransferOutcome, entry: TaskEntry, in session: SessionState) {
-        let taken: (TaskOutput?, TaskRecord, TaskEntry.AfterStop, Bool, SessionConfiguration)? = session.locked {
+        let taken: (TaskOutput?, TaskRecord, Bool, SessionConfiguration)? = session.locked {
             guard entry.transfer === handle else { return nil }
             entry.transfer = nil
-            defer { entry.output = nil; entry.afterStop = .nothing }
+            // Until the file is settled nothing may start another attempt on it (`release`).
+            entry.outputBusy = true
+            defer { entry.output = nil }
             var record = entry.record
             TaskCoordinator.absorb(outcome, into: &record)
             record.validator = TaskCoordinator.validator(after: outcome.response, previous: record.validator)
             entry.record = record
-            return (entry.output, record, entry.afterStop, entry.produceResumeData, session.configuration)
+            return (entry.output, record, entry.produceResumeData, session.configuration)
         }
-        guard let (output, record, afterStop, wantsResumeData, configuration) = taken else { return }
+        guard let (output, record, wantsResumeData, configuration) = taken else { return }
 
         switch outcome.stopReason {
         case .suspended?, .shutdown?:
             // The partial file stays for the next attempt; the validator says whether it may continue.
-            output?.keep()
+            guard release(output, of: entry, in: session) else { return }
             var kept = record
             kept.phase = .waiting
             commit(kept, of: entry, in: session, then: { [self] in
-                if afterStop == .resume { startTransfer(entry, in: session) }
+                // A resume that came while the attempt was stopping starts the next one now.
+                let resumed = session.locked {
+                    defer { entry.afterStop = .nothing }
+                    return entry.afterStop == .resume
+                }
+                if resumed { startTransfer(entry, in: session) }
             })
         case .cancelled?:
             fail(entry, in: session, output: output, record: record,
@@ -67,6 +74,29 @@ extension TaskCoordinator {
         }
     }
 
+    /// Closes the file an attempt wrote (or a start opened), kept for the next attempt, which may
+    /// now open it; false when a cancel came meanwhile, found the file busy and left the task to
+    /// us: it is completed `cancelled` here. (An attempt that ends the task never releases the
+    /// file: a completing task never starts again.)
+    func release(_ output: TaskOutput?, of entry: TaskEntry, in session: SessionState) -> Bool {
+        output?.keep()
+        let cancelled = session.locked {
+            entry.outputBusy = false
+            return entry.cancelRequested
+        }
+        if cancelled { completeCancelled(entry, in: session) }
+        return !cancelled
+    }
+
+    /// A cancelled task with no transfer running: its partial file becomes resume data when that
+    /// was asked for (and it can be resumed), otherwise it is removed.
+    func completeCancelled(_ entry: TaskEntry, in session: SessionState) {
+        let (record, produce) = session.locked { (entry.record, entry.produceResumeData) }
+        let resumeData = produce ? settlePartialOutput(of: record, session: session) : nil
+        if !produce { discardPartialOutput(of: record, session: session) }
+        complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled", resumeData: resumeData))
+    }
+
     /// Completes a task whose last attempt failed: a resumable download keeps its partial file
     /// for the resume data the error carries; anything else loses its temporary file.
     private func fail(_ entry: TaskEntry, in session: SessionState, output: TaskOutput?, record: TaskRecord,
@@ -83,21 +113,23 @@ extension TaskCoordinator {
     private func retry(_ entry: TaskEntry, in session: SessionState, after delay: Double, keeping output: TaskOutput?,
                        failure: TaskError)
     {
-        output?.keep()
+        guard release(output, of: entry, in: session) else { return }
         var waiting = session.locked { entry.record }
         waiting.phase = .retrying
         waiting.nextAttemptAt = Timestamp.now().adding(seconds: delay)
         logger.info("retrying", metadata: ["task": .string("\(session.identifier)/\(waiting.id)"), "after_s": .stringConvertible(delay),
                                            "reason": .string(failure.message)])
-        commit(waiting, of: entry, in: session, then: { [self] in startRetry(entry, in: session, after: delay) })
+        commit(waiting, of: entry, in: session, then: { [self] in
+            startLater(entry, in: session, after: delay, waitingIn: .retrying)
+        })
     }
 
-    /// Starts a task waiting in phase `retrying` once `delay` has passed — unless meanwhile it was
-    /// suspended, cancelled or started by other means.
-    func startRetry(_ entry: TaskEntry, in session: SessionState, after delay: Double) {
+    /// Starts a task waiting in `phase` (`retrying`, or `scheduled` until its `begin_at`) once
+    /// `delay` has passed — unless meanwhile it was suspended, cancelled or started otherwise.
+    func startLater(_ entry: TaskEntry, in session: SessionState, after delay: Double, waitingIn phase: TaskPhase) {
         clock.execute { [self] in
             clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
-                let due = session.locked { entry.record.state == .running && entry.record.phase == .retrying && entry.transfer == nil }
+                let due = session.locked { entry.record.state == .running && entry.record.phase == phase && entry.transfer == nil }
                 if due { startTransfer(entry, in: session) }
             }
         }

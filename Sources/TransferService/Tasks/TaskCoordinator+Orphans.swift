@@ -84,9 +84,7 @@ extension TaskCoordinator {
         var subdirectories: [String] = []
         while budget > 0, let entry = readdir(dir) {
             budget -= 1
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
+            let name = DataLayout.entryName(entry)
             if name == "." || name == ".." { continue }
             var st = stat()
             guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }

@@ -64,7 +64,7 @@ extension TaskCoordinator {
         for (entry, session) in toStart {
             // A task that was waiting to retry keeps its `next_attempt_at`.
             if entry.record.phase == .retrying, let next = entry.record.nextAttemptAt, next > now {
-                startRetry(entry, in: session, after: next.seconds - now.seconds)
+                startLater(entry, in: session, after: next.seconds - now.seconds, waitingIn: .retrying)
             } else {
                 startTransfer(entry, in: session)
             }

@@ -8,17 +8,26 @@ extension TaskCoordinator {
     /// its session's configuration. A task whose output cannot be opened completes with the error.
     func startTransfer(_ entry: TaskEntry, in session: SessionState) {
         let claimed: (TaskRecord, SessionConfiguration)? = session.locked {
-            guard entry.record.state == .running, entry.transfer == nil, !entry.starting, !entry.cancelRequested,
+            guard entry.record.state == .running, entry.transfer == nil, !entry.outputBusy, !entry.cancelRequested,
                   !entry.completing, !entry.deleted
             else { return nil }
-            entry.starting = true
+            entry.outputBusy = true
             return (entry.record, session.configuration)
         }
+        // From here the file is ours until the engine has the transfer (or `release`); a path
+        // that completes the task keeps it: a completing task never starts again.
         guard let (record, configuration) = claimed else { return }
-        defer { session.locked { entry.starting = false } }
-        let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - Timestamp.now().seconds
+        let now = Timestamp.now()
+        let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - now.seconds
         guard remaining > 0 else {
             return complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
+        }
+        // Not before `begin_at`: until then nothing is opened or handed to the engine — a task
+        // scheduled for tomorrow costs a timer, not a file descriptor (nor start-up time).
+        if let beginAt = record.beginAt, beginAt > now {
+            session.locked { entry.record.phase = .scheduled }
+            guard release(nil, of: entry, in: session) else { return }
+            return startLater(entry, in: session, after: beginAt.seconds - now.seconds, waitingIn: .scheduled)
         }
         let body: (RequestBodySource, contentType: String?)
         do {
@@ -50,10 +59,6 @@ extension TaskCoordinator {
         spec.maxRedirects = configuration.redirects.max
         spec.priority = record.priority
         spec.sequence = UInt64(record.sequence)
-        if let beginAt = record.beginAt {
-            let wait = beginAt.seconds - Timestamp.now().seconds
-            if wait > 0 { spec.notBefore = MonotonicClock.after(seconds: wait) }
-        }
         if let output {
             let existing = output.existingSize
             if existing > 0, record.isResumable, let validator = record.validator {
@@ -71,17 +76,19 @@ extension TaskCoordinator {
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
         let submitted: Bool = session.locked {
-            // A cancel that came meanwhile found nothing running and completes the task itself.
-            guard !entry.cancelRequested else { return false }
+            // A cancel that came meanwhile found the file busy and left the task to `release`; a
+            // suspend stored meanwhile found no transfer to stop.
+            guard !entry.cancelRequested, entry.record.state == .running else { return false }
             entry.output = output
-            entry.record.phase = spec.notBefore == nil ? .waiting : .scheduled
+            entry.record.phase = .waiting
             entry.record.nextAttemptAt = nil
             entry.transfer = engine.submit(spec, observer: observer)
+            entry.outputBusy = false
             return true
         }
         if !submitted {
             TaskCoordinator.closeFiles(of: body.0)
-            output?.keep()
+            _ = release(output, of: entry, in: session)
         }
     }
 
@@ -195,7 +202,7 @@ extension TaskCoordinator {
             return (entry.takePendingEvents(), entry.record)
         }
         guard !events.isEmpty else { return }
-        persist(session, events: events, { db in try TaskStore.updateTaskIfUnfinished(record, db) }) { _ in }
+        persist(session, events: events, { db in try TaskStore.updateTaskKeepingState(record, db) }) { _ in }
     }
 
     /// Closes what `openBody` opened, for a transfer that will not start after all.

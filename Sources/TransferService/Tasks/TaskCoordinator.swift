@@ -99,7 +99,9 @@ final class TaskCoordinator: @unchecked Sendable {
     }
 
     /// Stores a task's new record (with `also` and `events`, in the same transaction), then
-    /// publishes it.
+    /// publishes it: its completion, or what an attempt's end made of it (progress, response,
+    /// phase). The latter never changes `state`, which suspend and resume decide: one of those
+    /// may have been decided since the record was taken, and be committed before or after it.
     /// The task is encoded once, here (not on the writer thread), for its row, its cached reply
     /// and any event that carries it (`api` is passed to `events`).
     func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
@@ -114,24 +116,32 @@ final class TaskCoordinator: @unchecked Sendable {
             if record.isCompleted {
                 try TaskStore.updateTask(record, document: document, db)
             } else {
-                try TaskStore.updateTaskIfUnfinished(record, document: document, db)
+                try TaskStore.updateTaskKeepingState(record, document: document, db)
             }
             try also?(db)
         }) { [self] result in
             if case .failure(let error) = result {
                 logger.error("cannot store task", metadata: ["task": "\(session.identifier)/\(record.id)", "error": "\(error)"])
             }
-            publish(record, of: entry, in: session, encoded: api)
+            publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted)
             then?()
         }
     }
 
     /// Makes `record` the current state of `entry`, keeping counts and waking long-polls. A change
-    /// decided before the task completed (and stored only if it had not: `updateTaskIfUnfinished`)
-    /// is dropped here too: a completed task stays completed.
-    func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil) {
+    /// decided before the task completed (and not stored over it either) is dropped here too: a
+    /// completed task stays completed. With `keepingState` the entry's state stays as it is now
+    /// (see `commit`).
+    func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil,
+                 keepingState: Bool = false)
+    {
         let waiters: [@Sendable (TaskRecord) -> Void]? = session.locked {
             if entry.record.isCompleted && !record.isCompleted { return nil }
+            var record = record, encoded = encoded
+            if keepingState && record.state != entry.record.state {
+                record.state = entry.record.state
+                encoded = nil
+            }
             session.count(from: entry.record.state, to: record.state)
             entry.setRecord(record, encoded: encoded)
             guard record.isCompleted else { return [] }
