@@ -22,6 +22,8 @@ final class MultiLoop: @unchecked Sendable {
     private var retiredShares: [OpaquePointer] = []
     /// Read from other threads (statistics); written here.
     let counters = LoopCounters()
+    /// Outcomes waiting for a hasher to let go of their file before they reach the observer.
+    private let undelivered = Atomic<Int>(0)
 
     init(index: Int, policy: NetworkPolicy) {
         loop = EventLoop(name: "curl-\(index)")
@@ -178,6 +180,21 @@ final class MultiLoop: @unchecked Sendable {
         }
     }
 
+    /// `stopAll` from another thread, returning once every outcome reached its observer (or after
+    /// `limit` seconds): a stopped download's outcome waits for its hasher on a pool thread and
+    /// then comes back through this loop, which must still be running then — otherwise what the
+    /// transfer wrote would never be recorded (its task continues after a restart from there).
+    func stopAllAndWait(limit: Double = 10) {
+        let stopped = ThreadSignal()
+        loop.execute { [self] in
+            stopAll()
+            stopped.post()
+        }
+        stopped.wait()
+        let deadline = MonotonicClock.after(seconds: limit)
+        while undelivered.load(ordering: .acquiring) > 0 && MonotonicClock.now() < deadline { usleep(1000) }
+    }
+
     private func finish(_ transfer: Transfer, code: CURLcode, detail: String) {
         guard let easy = transfer.easy else { return }
         let errorBuffer = errorBuffers.removeValue(forKey: ObjectIdentifier(transfer))
@@ -203,13 +220,15 @@ final class MultiLoop: @unchecked Sendable {
         if case .segments(let segments) = transfer.spec.body {
             for case .file(let fd, _, _) in segments { close(fd) }
         }
-        let complete: @Sendable (String?) -> Void = { [loop, outcome] digest in
+        undelivered.add(1, ordering: .relaxed)
+        let complete: @Sendable (String?) -> Void = { [self, outcome] digest in
             var final = outcome
             final.sha256 = digest
             let delivered = final
             loop.execute {
                 transfer.handle.setPhase(.finished)
                 transfer.observer.transferCompleted(transfer.handle, delivered)
+                self.undelivered.subtract(1, ordering: .releasing)
             }
         }
         guard let hasher = transfer.hasher else { return complete(nil) }

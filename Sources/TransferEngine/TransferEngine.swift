@@ -70,10 +70,8 @@ public final class TransferEngine: Sendable {
 
     /// Stops every transfer (observers get `.shutdown` outcomes) and then the loops.
     public func shutdown() {
-        for loop in loops {
-            loop.loop.execute { loop.stopAll() }
-            loop.loop.stopAndJoin()
-        }
+        for loop in loops { loop.stopAllAndWait() }
+        for loop in loops { loop.loop.stopAndJoin() }
     }
 
     /// FNV-1a of the identifier: stable across restarts, so a session lands on the same loop.

@@ -7,7 +7,9 @@ bodies and files, and old events."""
 
 from __future__ import annotations
 
+import json
 import signal
+import sqlite3
 import time
 from pathlib import Path
 
@@ -45,6 +47,27 @@ def test_background_download_continues_from_its_offset(transferd, origin, how):
     assert second.headers["If-Range"] == Origin.validators(size, "off")[0]
     resumed = of_type(read_events(transferd, sid), "task.resumed_at_offset", task["id"])
     assert [e["data"]["offset"] for e in resumed] == [offset]
+
+
+def test_a_clean_stop_records_what_each_running_download_wrote(transferd, origin):
+    """SIGTERM stops transfers and stores each one's progress and validator before exiting — also
+    of a download whose hasher still trails its writes (its outcome waits for it)."""
+    sid = create_session(transferd, mode="background")
+    # Fast enough that hashing trails the writes (the outcome of a stop then waits for it).
+    size = 1 << 30
+    tasks = [create_task(transferd, sid, download(origin.url(f"/bytes/{size}?seed=c{i}&rate={256 * MiB}")))
+             for i in range(3)]
+    for task in tasks:
+        wait_progress(transferd, sid, task["id"], 32 * MiB, timeout=30)
+    assert transferd.stop() == 0
+    with sqlite3.connect(f"file:{transferd.data_dir / 'transferd.sqlite'}?mode=ro", uri=True) as db:
+        stored = {row[0]: json.loads(row[1]) for row in db.execute("SELECT id, doc FROM tasks")}
+    for task in tasks:
+        doc = stored[task["id"]]
+        partial = transferd.data_dir / "sessions" / sid / "files" / f".{task['id']}.part"
+        assert (doc["state"], doc["phase"]) == ("running", "waiting"), doc
+        assert doc["progress"]["bytes_received"] == partial.stat().st_size > 0
+        assert doc["_internal"]["validator"] == Origin.validators(size, task["request"]["url"].split("seed=")[1][:2])[0]
 
 
 def test_task_waiting_to_retry_keeps_its_next_attempt_after_restart(transferd, origin):
