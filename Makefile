@@ -5,7 +5,7 @@ ARGS     ?=
 SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 
-.PHONY: run build deps test unit integration deploy-check bench clean
+.PHONY: run build deps test unit integration deploy-check crash bench clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -36,9 +36,16 @@ deploy-check: build
 	@scripts/install-deps.sh test
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration/test_deploy_files.py Tests/integration/test_container_start.py
 
+## make crash: the crash harness's long form (ROUNDS rounds of kill -9 under load; `make test`
+## runs a short one). SEED= repeats a run.
+ROUNDS ?= 200
+crash: build
+	@scripts/install-deps.sh test
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 Tests/crash/crash_harness.py --rounds $(ROUNDS) $(if $(SEED),--seed $(SEED))
+
 ## make bench: the benchmark scripts in bench/ (they install nginx, wrk, curl, aria2 if missing),
 ## each printing ratios against anchors measured in the same run.
-BENCHES ?= http downloads uploads webhooks
+BENCHES ?= http downloads uploads webhooks restart
 bench: build
 	@for b in $(BENCHES); do echo "== bench/$$b.sh"; bench/$$b.sh || exit 1; done
 

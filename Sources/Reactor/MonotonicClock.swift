@@ -17,4 +17,6 @@ public enum MonotonicClock {
         guard nanoseconds < Double(UInt64.max - start) else { return UInt64.max }
         return start + UInt64(nanoseconds)
     }
+
+    static let centurySeconds: Double = 100 * 365.25 * 86400
 }

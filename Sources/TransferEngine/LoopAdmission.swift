@@ -9,7 +9,7 @@
 struct LoopAdmission {
     private var urgent = SessionRing()
     private var discretionary = SessionRing()
-    /// Transfers waiting (not delayed, not running) in this loop's non-discretionary sessions.
+    /// Transfers waiting (not running) in this loop's non-discretionary sessions.
     private(set) var urgentWaiting = 0
     private(set) var discretionaryWaiting = 0
 

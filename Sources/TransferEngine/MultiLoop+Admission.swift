@@ -20,22 +20,6 @@ extension MultiLoop {
     func submit(_ handle: TransferHandle, observer: TransferObserver) {
         let q = queue(for: handle.spec.session)
         let transfer = Transfer(handle: handle, observer: observer, policy: policy, session: q, counters: counters)
-        if let notBefore = handle.spec.notBefore, notBefore > MonotonicClock.now() {
-            handle.setPhase(.scheduled)
-            q.delayed[ObjectIdentifier(handle)] = transfer
-            delayedCount += 1
-            transfer.delayTimer = TimerIDBox(loop.scheduleTimer(at: notBefore) { [weak self, weak transfer] in
-                guard let self, let transfer else { return }
-                transfer.delayTimer = nil
-                guard q.delayed.removeValue(forKey: ObjectIdentifier(transfer.handle)) != nil else { return }
-                self.delayedCount -= 1
-                transfer.handle.setPhase(.waiting)
-                self.admission.enqueue(transfer, in: q)
-                self.admitAll()
-            })
-            publishStatistics()
-            return
-        }
         admission.enqueue(transfer, in: q)
         admitAll()
     }
@@ -87,15 +71,13 @@ extension MultiLoop {
             transfer.priority = priority
             admission.enqueue(transfer, in: q)
             admitAll()
-        } else if let transfer = q.delayed[ObjectIdentifier(handle)] {
-            transfer.priority = priority
         }
     }
 
     /// Refreshes the counts other threads read, and this loop's share of the engine's urgent
     /// waiting count.
     func publishStatistics() {
-        counters.waiting.store(admission.urgentWaiting + admission.discretionaryWaiting + delayedCount, ordering: .relaxed)
+        counters.waiting.store(admission.urgentWaiting + admission.discretionaryWaiting, ordering: .relaxed)
         counters.running.store(runningCount, ordering: .relaxed)
         counters.discretionaryWaiting.store(admission.discretionaryWaiting > 0, ordering: .relaxed)
         shared.publishUrgentWaiting(admission.urgentWaiting - publishedUrgentWaiting)

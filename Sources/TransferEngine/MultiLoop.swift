@@ -22,12 +22,13 @@ final class MultiLoop: @unchecked Sendable {
     private var shares: [String: OpaquePointer] = [:]
     private var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
     private(set) var runningCount = 0
-    var delayedCount = 0
     /// The urgent waiting count last added to `shared`.
     var publishedUrgentWaiting = 0
     private var retiredShares: [OpaquePointer] = []
     /// Read from other threads (statistics, wake-ups); written here.
     let counters = LoopCounters()
+    /// Outcomes waiting for a hasher to let go of their file before they reach the observer.
+    private let undelivered = Atomic<Int>(0)
 
     init(index: Int, policy: NetworkPolicy, shared: EngineShared) {
         loop = EventLoop(name: "curl-\(index)")
@@ -119,11 +120,7 @@ final class MultiLoop: @unchecked Sendable {
             return
         }
         guard let q = sessions[handle.spec.session] else { return }
-        let key = ObjectIdentifier(handle)
-        let delayed = q.delayed.removeValue(forKey: key)
-        if delayed != nil { delayedCount -= 1 }
-        if let transfer = delayed ?? admission.removeWaiting(handle, from: q) {
-            if let timer = transfer.delayTimer { loop.cancelTimer(timer.id) }
+        if let transfer = admission.removeWaiting(handle, from: q) {
             transfer.stopReason = reason
             publishStatistics()
             deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
@@ -147,7 +144,7 @@ final class MultiLoop: @unchecked Sendable {
         retiredShares.removeAll()
     }
 
-    /// Transfers waiting (for admission or their start time) and running, for other threads.
+    /// Transfers waiting for admission and running, for other threads.
     var statisticsSnapshot: (waiting: Int, running: Int) {
         (counters.waiting.load(ordering: .relaxed), counters.running.load(ordering: .relaxed))
     }
@@ -159,6 +156,21 @@ final class MultiLoop: @unchecked Sendable {
         for q in sessions.values {
             for handle in q.allHandles { stop(handle, reason: .shutdown) }
         }
+    }
+
+    /// `stopAll` from another thread, returning once every outcome reached its observer (or after
+    /// `limit` seconds): a stopped download's outcome waits for its hasher on a pool thread and
+    /// then comes back through this loop, which must still be running then — otherwise what the
+    /// transfer wrote would never be recorded (its task continues after a restart from there).
+    func stopAllAndWait(limit: Double = 10) {
+        let stopped = ThreadSignal()
+        loop.execute { [self] in
+            stopAll()
+            stopped.post()
+        }
+        stopped.wait()
+        let deadline = MonotonicClock.after(seconds: limit)
+        while undelivered.load(ordering: .acquiring) > 0 && MonotonicClock.now() < deadline { usleep(1000) }
     }
 
     private func finish(_ transfer: Transfer, code: CURLcode, detail: String) {
@@ -193,13 +205,15 @@ final class MultiLoop: @unchecked Sendable {
         if case .segments(let segments) = transfer.spec.body {
             for case .file(let fd, _, _) in segments { close(fd) }
         }
-        let complete: @Sendable (String?) -> Void = { [loop, outcome] digest in
+        undelivered.add(1, ordering: .relaxed)
+        let complete: @Sendable (String?) -> Void = { [self, outcome] digest in
             var final = outcome
             final.sha256 = digest
             let delivered = final
             loop.execute {
                 transfer.handle.setPhase(.finished)
                 transfer.observer.transferCompleted(transfer.handle, delivered)
+                self.undelivered.subtract(1, ordering: .releasing)
             }
         }
         guard let hasher = transfer.hasher else { return complete(nil) }

@@ -27,8 +27,6 @@ final class SessionQueue {
     private var runningByHost: [String: Int] = [:]
     private var waitingByHost: [String: [Transfer]] = [:]
     private var runningTransfers: [ObjectIdentifier: Transfer] = [:]
-    /// Transfers whose `notBefore` has not come yet.
-    var delayed: [ObjectIdentifier: Transfer] = [:]
 
     /// Flushes so far, and for each host the flush its last connection followed.
     private var flushEpoch = 0
@@ -53,11 +51,10 @@ final class SessionQueue {
         return waitingByHost.contains { host, _ in (runningByHost[host] ?? 0) < settings.maxConnectionsPerHost }
     }
 
-    var isIdle: Bool { running == 0 && waitingByHost.isEmpty && delayed.isEmpty }
+    var isIdle: Bool { running == 0 && waitingByHost.isEmpty }
 
     var allHandles: [TransferHandle] {
         Array(runningTransfers.values.map(\.handle)) + waitingByHost.values.flatMap { $0.map(\.handle) }
-            + delayed.values.map(\.handle)
     }
 
     func enqueue(_ transfer: Transfer) {

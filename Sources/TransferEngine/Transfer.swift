@@ -17,7 +17,6 @@ final class Transfer: @unchecked Sendable {
     var easy: OpaquePointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
     var running = false
-    var delayTimer: TimerIDBox?
     /// Admission order; changes when a client re-prioritizes the task while it waits.
     var priority: Double
     /// Set while running when the session or the engine limits bandwidth.
@@ -211,8 +210,12 @@ final class Transfer: @unchecked Sendable {
         return true
     }
 
-    /// A ranged request answered with 206 for our offset continues the file; any other success
-    /// means the origin sent the whole body, so the file starts over from zero — never appended to.
+    /// A ranged request answered with 206 for our offset continues the file. Any other answer is
+    /// not a continuation (RFC 9110 §13.1.5: a 200 means the validator no longer matches, or the
+    /// origin ignores ranges), so the file starts over from zero — never appended to.
+    /// A 416 means the partial file is already as long as the resource, or longer (a stop came
+    /// between the last byte and the commit): its bytes cannot be vouched for without a body to
+    /// hash, so the attempt fails transiently with an empty file and the retry fetches it whole.
     private func acceptResumedResponse(_ head: ResponseHead, resume: ResumeRequest) -> Bool {
         if head.status == 206 {
             guard let range = head.header("content-range"), ContentRange.start(range) == resume.offset else {
@@ -222,7 +225,7 @@ final class Transfer: @unchecked Sendable {
             resumedAtOffset = resume.offset
             return true
         }
-        guard (200..<300).contains(head.status), case .file = spec.output else { return true }
+        guard case .file = spec.output else { return true }
         if ftruncate(outputFD, 0) != 0 {
             writeFailure = TransferFailure(.cannotWriteToFile, "cannot truncate the file: \(String(cString: strerror(errno)))")
             return false
@@ -230,6 +233,10 @@ final class Transfer: @unchecked Sendable {
         writeOffset = 0
         restartedFromZero = true
         handle.setReceived(0)
+        if head.status == 416 {
+            writeFailure = TransferFailure(.badServerResponse, "the origin refused the range (416); the file starts over")
+            return false
+        }
         if let old = hasher, case .file(let fd, _) = spec.output {
             old.cancel { _ in }
             hasher = FileHasher(fd: fd)
@@ -277,12 +284,6 @@ final class Transfer: @unchecked Sendable {
     }
 
     private var effectiveURL: String? { easy.flatMap { CurlInfo.string($0, CURLINFO_EFFECTIVE_URL) } }
-}
-
-/// A timer registration that a transfer holds while it waits for `notBefore`.
-final class TimerIDBox {
-    let id: Reactor.TimerID
-    init(_ id: Reactor.TimerID) { self.id = id }
 }
 
 /// `Content-Range: bytes 100-199/1000` → 100.

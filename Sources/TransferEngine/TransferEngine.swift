@@ -34,7 +34,7 @@ public final class TransferEngine: Sendable {
         loop.loop.execute { completion(loop.cookies(of: session)) }
     }
 
-    /// Queues a transfer; it starts when its session's limits allow and `notBefore` has passed.
+    /// Queues a transfer; it starts when its session's limits allow.
     /// The observer is told everything on the session's loop thread.
     @discardableResult
     public func submit(_ spec: TransferSpec, observer: TransferObserver) -> TransferHandle {
@@ -86,10 +86,8 @@ public final class TransferEngine: Sendable {
 
     /// Stops every transfer (observers get `.shutdown` outcomes) and then the loops.
     public func shutdown() {
-        for loop in loops {
-            loop.loop.execute { loop.stopAll() }
-            loop.loop.stopAndJoin()
-        }
+        for loop in loops { loop.stopAllAndWait() }
+        for loop in loops { loop.loop.stopAndJoin() }
     }
 
     /// FNV-1a of the identifier: stable across restarts, so a session lands on the same loop.

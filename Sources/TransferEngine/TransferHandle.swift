@@ -1,14 +1,14 @@
 import Synchronization
 
 /// Where a transfer is in its life, as PRODUCT.md's task `phase` names it (the engine's part:
-/// `retrying` and `finished` belong to the caller).
+/// `scheduled` — not before `begin_at` — and `retrying` belong to the caller, which hands a
+/// transfer over only when it may start).
 public enum TransferPhase: Int, Sendable {
-    case waiting = 0, scheduled, connecting, transferring, finished
+    case waiting = 0, connecting, transferring, finished
 
     public var name: String {
         switch self {
         case .waiting: "waiting"
-        case .scheduled: "scheduled"
         case .connecting: "connecting"
         case .transferring: "transferring"
         case .finished: "finished"

@@ -41,6 +41,12 @@ public struct ResponseHead: Sendable {
     public var headers: [(String, String)]
     public var url: String
 
+    public init(status: Int, headers: [(String, String)], url: String) {
+        self.status = status
+        self.headers = headers
+        self.url = url
+    }
+
     public func header(_ name: String) -> String? {
         headers.last { $0.0.lowercased() == name.lowercased() }?.1
     }

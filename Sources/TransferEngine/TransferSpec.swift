@@ -23,8 +23,6 @@ public struct TransferSpec: Sendable {
     /// Admission order within a session: higher first, then by `sequence`.
     public var priority: Double = 0.5
     public var sequence: UInt64 = 0
-    /// Monotonic nanoseconds before which the transfer must not start.
-    public var notBefore: UInt64?
     /// Compute the sha256 of the output file (from its first byte) while writing it.
     public var hashOutput = false
 

@@ -196,20 +196,6 @@ struct TransferEngineTests {
         origin.server.shutdown()
     }
 
-    @Test func notBeforeDelaysTheStart() throws {
-        let origin = try TestOrigin()
-        var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/10"))
-        spec.notBefore = MonotonicClock.after(seconds: 0.4)
-        let observer = RecordingObserver()
-        let handle = Self.engine.submit(spec, observer: observer)
-        usleep(100_000)
-        #expect(handle.phase == .scheduled)
-        #expect(origin.hitCount("/bytes") == 0)
-        #expect(observer.wait()?.failure == nil)
-        #expect(origin.hitCount("/bytes") == 1)
-        origin.server.shutdown()
-    }
-
     @Test func stoppingAQueuedOrRunningTransfer() throws {
         let origin = try TestOrigin()
         let observer = RecordingObserver()

@@ -45,12 +45,18 @@ struct DataLayout: Sendable {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
+            let name = entryName(entry)
             if name != "." && name != ".." { names.append(name) }
         }
         return names
+    }
+
+    /// The name of a directory entry, read in place. Never through `entry.pointee`: that copies a
+    /// whole `struct dirent` (or its 256-byte `d_name`), but readdir(3) returns records only
+    /// `d_reclen` long, so the copy of the last one in its buffer can run off the mapped memory.
+    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
+        String(cString: UnsafeRawPointer(entry).advanced(by: MemoryLayout<dirent>.offset(of: \.d_name)!)
+            .assumingMemoryBound(to: CChar.self))
     }
 
     /// Removes a directory tree (a session's files once it is gone).

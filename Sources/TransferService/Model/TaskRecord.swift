@@ -53,4 +53,8 @@ struct TaskRecord: Sendable {
     }
 
     var isCompleted: Bool { state == .completed }
+
+    /// A partial file of this task may be continued with `Range`: a download by GET. Other
+    /// methods are not safe to repeat as a range, and data and upload bodies are not files kept.
+    var isResumable: Bool { kind == .download && method == "GET" }
 }

@@ -55,9 +55,15 @@ enum EventStore {
         return try s.step() ? s.int64(0) : 0
     }
 
-    /// Removes events older than `cutoff` (the retention sweep), at most `limit` of them.
+    /// Removes events older than `cutoff` (the retention sweep), at most `limit` of them. A
+    /// session's newest event stays whatever its age: its seq is where numbering continues after
+    /// a restart (`lastSeq`), and seqs must never be reused.
     static func deleteOlder(than cutoff: Timestamp, limit: Int, _ db: Database) throws {
-        try db.statement("DELETE FROM events WHERE (session, seq) IN (SELECT session, seq FROM events WHERE at < ? LIMIT ?)")
+        try db.statement("""
+            DELETE FROM events WHERE (session, seq) IN (
+              SELECT session, seq FROM events AS e WHERE at < ?
+                AND seq < (SELECT max(seq) FROM events WHERE session = e.session) LIMIT ?)
+            """)
             .bind(.integer(cutoff.milliseconds), .int(limit)).run()
         try db.statement("DELETE FROM deliveries WHERE at < ?").bind(.integer(cutoff.milliseconds)).run()
     }

@@ -1,3 +1,4 @@
+import Dispatch
 import HTTPServer
 import Store
 
@@ -72,11 +73,32 @@ final class TaskStore: Sendable {
             .run()
     }
 
-    /// Like `updateTask`, but never over a row that already says completed (a late report from a
-    /// transfer must not undo its completion).
-    static func updateTaskIfUnfinished(_ task: TaskRecord, _ db: Database) throws {
-        try db.statement("UPDATE tasks SET doc = ? WHERE session = ? AND id = ? AND state != 'completed'")
-            .bind(.text(document(task)), .text(task.session), .text(task.id))
+    /// Suspend and resume: the state and phase only, so what an attempt reported meanwhile stays,
+    /// and never over a completed row (a completion decided meanwhile wins: a completed task
+    /// never runs again).
+    static func updateState(session: String, id: String, state: TaskState, phase: TaskPhase, _ db: Database) throws {
+        try db.statement("""
+            UPDATE tasks SET state = ?, doc = json_set(doc, '$.state', ?, '$.phase', ?)
+            WHERE session = ? AND id = ? AND state != 'completed'
+            """)
+            .bind(.text(state.rawValue), .text(state.rawValue), .text(phase.rawValue), .text(session), .text(id))
+            .run()
+    }
+
+    /// What an attempt reported (progress, response, validator, phase), but never the state,
+    /// which suspend and resume decide (one may have been decided since the record was taken),
+    /// and never over a completed row.
+    static func updateTaskKeepingState(_ task: TaskRecord, document doc: [UInt8]? = nil, _ db: Database) throws {
+        let text = doc.map { String(decoding: $0, as: UTF8.self) } ?? document(task)
+        try db.statement("UPDATE tasks SET doc = json_set(?, '$.state', state) WHERE session = ? AND id = ? AND state != 'completed'")
+            .bind(.text(text), .text(task.session), .text(task.id))
+            .run()
+    }
+
+    /// `PATCH`: priority and description, whatever state the stored task is in by now.
+    static func updateDetails(session: String, id: String, priority: Double, description: String?, _ db: Database) throws {
+        try db.statement("UPDATE tasks SET doc = json_set(doc, '$.priority', ?, '$.description', ?) WHERE session = ? AND id = ?")
+            .bind(.real(priority), .optionalText(description), .text(session), .text(id))
             .run()
     }
 
@@ -122,14 +144,28 @@ final class TaskStore: Sendable {
     }
 
     /// Tasks not yet completed, across sessions: what start-up must bring back into memory.
+    /// Decoding the documents is most of a start-up with many unfinished tasks (tens of
+    /// thousands scheduled for later), so it is spread over the cores; the reading is not.
     func loadUnfinishedTasks() throws -> [TaskRecord] {
-        try reader.read { db in
+        let documents: [[UInt8]] = try reader.read { db in
             let s = try db.statement("SELECT doc FROM tasks WHERE state != 'completed'")
             defer { s.reset() }
-            var result: [TaskRecord] = []
-            while try s.step() { if let t = TaskStore.decode(s.text(0)) { result.append(t) } }
-            return result
+            var documents: [[UInt8]] = []
+            while try s.step() { documents.append(s.blob(0)) }
+            return documents
         }
+        var decoded = [TaskRecord?](repeating: nil, count: documents.count)
+        // A few more pieces than cores; concurrentPerform runs them on as many threads as there are.
+        let workers = max(1, min(16, documents.count / 512))
+        decoded.withUnsafeMutableBufferPointer { buffer in
+            nonisolated(unsafe) let slots = buffer  // each worker writes only its own indexes
+            DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                for i in stride(from: worker, to: documents.count, by: workers) {
+                    slots[i] = (try? JSONParser.parse(documents[i])).flatMap(TaskRecord.init(stored:))
+                }
+            }
+        }
+        return decoded.compactMap { $0 }
     }
 
     /// Per session: task counts by state and the highest sequence, from the indexes alone (an
@@ -164,6 +200,16 @@ final class TaskStore: Sendable {
             var out: [TaskRecord] = []
             while try s.step() { if let t = TaskStore.decode(s.text(0)) { out.append(t) } }
             return out
+        }
+    }
+
+    /// Whether a task of this id is stored (an index probe; the document is not read).
+    func taskExists(session: String, id: String) throws -> Bool {
+        try reader.read { db in
+            let s = try db.statement("SELECT 1 FROM tasks WHERE session = ? AND id = ?")
+            try s.bind(.text(session), .text(id))
+            defer { s.reset() }
+            return try s.step()
         }
     }
 

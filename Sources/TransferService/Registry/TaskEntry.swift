@@ -21,6 +21,16 @@ final class TaskEntry: @unchecked Sendable {
     var deleted = false
     /// A cancel asked for resume data.
     var produceResumeData = false
+    /// A cancel was asked for: nothing starts the task again; its completion is on the way.
+    var cancelRequested = false
+    /// Its completion was decided (and is being stored): a task completes once, whichever of a
+    /// cancel, a transfer's end or a start-up decides first.
+    var completing = false
+    /// The output file is in someone's hands — a start being prepared, or an attempt's end being
+    /// settled (hashed, renamed, kept): no start may open it meanwhile, so two attempts (a resume
+    /// and a stopped transfer's `afterStop`, or a start racing with the end of the last attempt)
+    /// never write one file together.
+    var outputBusy = false
     /// The last progress sample (monotonic ns, bytes moved) and the rate measured up to it.
     private var sample: (at: UInt64, bytes: Int64) = (0, 0)
     private var rate: Double = 0

@@ -14,26 +14,35 @@ struct RetryPolicy {
         case status(Int, retryAfter: Double?)
     }
 
-    /// The delay before the next attempt, or nil when this attempt was the last.
-    func delay(after cause: Cause, attempts: Int, deadline: Timestamp, now: Timestamp = .now()) -> Double? {
+    enum Decision: Equatable {
+        /// Try again after this many seconds.
+        case retry(after: Double)
+        /// No more attempts: the cause is not transient, or `max_attempts` ran out.
+        case stop
+        /// The attempt would be retried, but the next one could not start before the task's
+        /// resource deadline: the resource timeout, not the cause, is what ends the task.
+        case deadline
+    }
+
+    func decide(after cause: Cause, attempts: Int, deadline: Timestamp, now: Timestamp = .now()) -> Decision {
         let retry = configuration.retry
         var floor: Double = 0
         switch cause {
         case .failure(let failure):
-            guard failure.isTransient else { return nil }
+            guard failure.isTransient else { return .stop }
             let waitsForever = configuration.waitsForConnectivity(mode: mode) && failure.isConnectivity
-            guard waitsForever || attempts < retry.maxAttempts else { return nil }
+            guard waitsForever || attempts < retry.maxAttempts else { return .stop }
         case .status(let status, let retryAfter):
             let listed = retry.onHTTPStatus.contains(status)
-            guard listed || (status == 429 && retryAfter != nil), attempts < retry.maxAttempts else { return nil }
+            guard listed || (status == 429 && retryAfter != nil), attempts < retry.maxAttempts else { return .stop }
             floor = retryAfter ?? 0
         }
         let exponential = retry.backoffInitial * pow2(attempts - 1)
         let backoff = min(retry.backoffMax, exponential) * Double.random(in: 0.75...1.25)
         let delay = max(floor, backoff)
         // No attempt that could not even start before the deadline.
-        guard now.adding(seconds: delay) < deadline else { return nil }
-        return delay
+        guard now.adding(seconds: delay) < deadline else { return .deadline }
+        return .retry(after: delay)
     }
 
     private func pow2(_ n: Int) -> Double {

@@ -8,51 +8,61 @@ extension TaskCoordinator {
     /// A transfer attempt ended (on the file-work queue): settle its output file, then the task —
     /// completed, retried, or left for a later attempt.
     func transferEnded(_ handle: TransferHandle, _ outcome: TransferOutcome, entry: TaskEntry, in session: SessionState) {
-        let taken: (TaskOutput?, TaskRecord, TaskEntry.AfterStop, Bool, SessionConfiguration)? = session.locked {
+        let taken: (TaskOutput?, TaskRecord, Bool, SessionConfiguration)? = session.locked {
             guard entry.transfer === handle else { return nil }
             entry.transfer = nil
-            defer { entry.output = nil; entry.afterStop = .nothing }
+            // Until the file is settled nothing may start another attempt on it (`release`).
+            entry.outputBusy = true
+            defer { entry.output = nil }
             var record = entry.record
             TaskCoordinator.absorb(outcome, into: &record)
-            record.validator = TaskCoordinator.validator(outcome.response) ?? record.validator
+            record.validator = TaskCoordinator.validator(after: outcome.response, previous: record.validator)
             entry.record = record
-            return (entry.output, record, entry.afterStop, entry.produceResumeData, session.configuration)
+            return (entry.output, record, entry.produceResumeData, session.configuration)
         }
-        guard let (output, record, afterStop, wantsResumeData, configuration) = taken else { return }
+        guard let (output, record, wantsResumeData, configuration) = taken else { return }
 
         switch outcome.stopReason {
         case .suspended?, .shutdown?:
             // The partial file stays for the next attempt; the validator says whether it may continue.
-            output?.keep()
+            guard release(output, of: entry, in: session) else { return }
             var kept = record
             kept.phase = .waiting
             commit(kept, of: entry, in: session, then: { [self] in
-                if afterStop == .resume { startTransfer(entry, in: session) }
+                // A resume that came while the attempt was stopping starts the next one now.
+                let resumed = session.locked {
+                    defer { entry.afterStop = .nothing }
+                    return entry.afterStop == .resume
+                }
+                if resumed { startTransfer(entry, in: session) }
             })
         case .cancelled?:
-            let resumeData = wantsResumeData ? keepForResume(record, output: output) : nil
-            if resumeData == nil { output?.discard() }
-            complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled", resumeData: resumeData))
+            fail(entry, in: session, output: output, record: record,
+                 error: TaskError(code: .cancelled, message: "the task was cancelled"), resumable: wantsResumeData)
         case .resourceTimeout?:
-            output?.discard()
-            complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
+            fail(entry, in: session, output: output, record: record,
+                 error: TaskError(code: .timedOut, message: "the task's resource timeout passed"), resumable: true)
         case nil:
             let policy = RetryPolicy(configuration: configuration, mode: session.mode)
             let deadline = record.createdAt.adding(seconds: configuration.timeoutResource)
             if let failure = outcome.failure {
-                if let delay = policy.delay(after: .failure(failure), attempts: record.metrics.attempts, deadline: deadline) {
-                    return retry(entry, in: session, after: delay, keeping: output, failure: TaskError(failure))
+                switch policy.decide(after: .failure(failure), attempts: record.metrics.attempts, deadline: deadline) {
+                case .retry(let delay):
+                    retry(entry, in: session, after: delay, keeping: output, failure: TaskError(failure))
+                case .deadline:
+                    let error = TaskError(code: .timedOut,
+                                          message: "the task's resource timeout passed while retrying after: \(failure.message)",
+                                          curlCode: failure.curlCode)
+                    fail(entry, in: session, output: output, record: record, error: error, resumable: true)
+                case .stop:
+                    // A download the network cut short leaves resume data (not one that failed on
+                    // its own side, such as a full disk).
+                    fail(entry, in: session, output: output, record: record, error: TaskError(failure),
+                         resumable: failure.isTransient)
                 }
-                // Out of attempts: a download the network cut short leaves resume data (not one
-                // that failed on its own side, such as a full disk).
-                let resumeData = failure.isTransient ? keepForResume(record, output: output) : nil
-                if resumeData == nil { output?.discard() }
-                var error = TaskError(failure)
-                error.resumeData = resumeData
-                complete(entry, in: session, error: error)
             } else if let status = outcome.response?.status,
-                      let delay = policy.delay(after: .status(status, retryAfter: outcome.response.flatMap(RetryAfter.seconds)),
-                                               attempts: record.metrics.attempts, deadline: deadline)
+                      case .retry(let delay) = policy.decide(after: .status(status, retryAfter: outcome.response.flatMap(RetryAfter.seconds)),
+                                                             attempts: record.metrics.attempts, deadline: deadline)
             {
                 // A status the session retries: what came with it is not the body wanted.
                 output?.truncate()
@@ -64,31 +74,71 @@ extension TaskCoordinator {
         }
     }
 
+    /// Closes the file an attempt wrote (or a start opened), kept for the next attempt, which may
+    /// now open it; false when a cancel came meanwhile, found the file busy and left the task to
+    /// us: it is completed `cancelled` here. (An attempt that ends the task never releases the
+    /// file: a completing task never starts again.)
+    func release(_ output: TaskOutput?, of entry: TaskEntry, in session: SessionState) -> Bool {
+        output?.keep()
+        let cancelled = session.locked {
+            entry.outputBusy = false
+            return entry.cancelRequested
+        }
+        if cancelled { completeCancelled(entry, in: session) }
+        return !cancelled
+    }
+
+    /// A cancelled task with no transfer running: its partial file becomes resume data when that
+    /// was asked for (and it can be resumed), otherwise it is removed.
+    func completeCancelled(_ entry: TaskEntry, in session: SessionState) {
+        let (record, produce) = session.locked { (entry.record, entry.produceResumeData) }
+        let resumeData = produce ? settlePartialOutput(of: record, session: session) : nil
+        if !produce { discardPartialOutput(of: record, session: session) }
+        complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled", resumeData: resumeData))
+    }
+
+    /// Completes a task whose last attempt failed: a resumable download keeps its partial file
+    /// for the resume data the error carries; anything else loses its temporary file.
+    private func fail(_ entry: TaskEntry, in session: SessionState, output: TaskOutput?, record: TaskRecord,
+                      error: TaskError, resumable: Bool)
+    {
+        var error = error
+        error.resumeData = resumable ? keepForResume(record, output: output) : nil
+        if error.resumeData == nil { output?.discard() }
+        complete(entry, in: session, error: error)
+    }
+
     /// Schedules the next attempt: phase `retrying` with `next_attempt_at`, the partial file kept
     /// (a download continues from its offset where the origin allows).
     private func retry(_ entry: TaskEntry, in session: SessionState, after delay: Double, keeping output: TaskOutput?,
                        failure: TaskError)
     {
-        output?.keep()
+        guard release(output, of: entry, in: session) else { return }
         var waiting = session.locked { entry.record }
         waiting.phase = .retrying
         waiting.nextAttemptAt = Timestamp.now().adding(seconds: delay)
         logger.info("retrying", metadata: ["task": .string("\(session.identifier)/\(waiting.id)"), "after_s": .stringConvertible(delay),
                                            "reason": .string(failure.message)])
         commit(waiting, of: entry, in: session, then: { [self] in
-            clock.execute { [self] in
-                clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
-                    let due = session.locked { entry.record.state == .running && entry.record.phase == .retrying && entry.transfer == nil }
-                    if due { startTransfer(entry, in: session) }
-                }
-            }
+            startLater(entry, in: session, after: delay, waitingIn: .retrying)
         })
+    }
+
+    /// Starts a task waiting in `phase` (`retrying`, or `scheduled` until its `begin_at`) once
+    /// `delay` has passed — unless meanwhile it was suspended, cancelled or started otherwise.
+    func startLater(_ entry: TaskEntry, in session: SessionState, after delay: Double, waitingIn phase: TaskPhase) {
+        clock.execute { [self] in
+            clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
+                let due = session.locked { entry.record.state == .running && entry.record.phase == phase && entry.transfer == nil }
+                if due { startTransfer(entry, in: session) }
+            }
+        }
     }
 
     /// Keeps a download's partial file and returns resume data for it, when there is something to
     /// resume: bytes on disk and a validator to send with `If-Range`.
     func keepForResume(_ record: TaskRecord, output: TaskOutput?) -> String? {
-        guard record.kind == .download, let output, let validator = record.validator else { return nil }
+        guard record.isResumable, let output, let validator = record.validator else { return nil }
         let offset = output.existingSize
         guard offset > 0, let partial = output.keepForResume(as: TaskCoordinator.resumeName(for: record)) else { return nil }
         let data = ResumeData(url: record.currentURL ?? record.url, validator: validator, offset: offset,
@@ -146,11 +196,17 @@ extension TaskCoordinator {
         // A spooled body is needed no more once its task completed.
         let completed = done
         let ownedBlob = TaskCoordinator.ownedBlob(of: completed)
-        let endsBusy = session.locked {
-            guard !entry.endingBusy, entry.record.state == .running || entry.record.state == .canceling else { return false }
-            entry.endingBusy = true
-            return true
+        let claim: (first: Bool, endsBusy: Bool) = session.locked {
+            defer { entry.completing = true }
+            guard !entry.completing else { return (false, false) }
+            // Counted in the session's busyTasksEnding from its numbering until it is published.
+            let endsBusy = entry.record.state == .running || entry.record.state == .canceling
+            if endsBusy { entry.endingBusy = true }
+            return (true, endsBusy)
         }
+        // A task completes once: a second decision (a cancel racing with the transfer's end) is dropped.
+        guard claim.first else { return }
+        let endsBusy = claim.endsBusy
         commit(completed, of: entry, in: session, events: { api in
             TaskCoordinator.completionEvents(completed, api: api, endsBusy: endsBusy)
         }, also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
@@ -203,10 +259,17 @@ extension TaskCoordinator {
     }
 
     /// A strong ETag, else Last-Modified: what `If-Range` may carry (RFC 9110 §13.1.5).
-    static func validator(_ response: ResponseHead?) -> String? {
-        guard let response else { return nil }
+    static func validator(_ response: ResponseHead) -> String? {
         if let etag = response.header("etag"), !etag.hasPrefix("W/") { return etag }
         return response.header("last-modified")
+    }
+
+    /// The validator of the bytes in a task's file once `response` arrived: a 206 continued the
+    /// file the previous validator named (and may repeat it or not); any other response replaced
+    /// the content, so only its own validator, if any, describes the file. No response: no change.
+    static func validator(after response: ResponseHead?, previous: String?) -> String? {
+        guard let response else { return previous }
+        return response.status == 206 ? validator(response) ?? previous : validator(response)
     }
 }
 

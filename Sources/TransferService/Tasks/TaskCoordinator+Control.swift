@@ -35,17 +35,20 @@ extension TaskCoordinator {
     func resume(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, APIError>) -> Void) {
         guard let entry = liveEntry(session, id) else { return completion(Result { () throws(APIError) in try record(session, id) }) }
         let change: TaskRecord? = session.locked {
-            guard entry.record.state == .suspended else { return nil }
+            guard entry.record.state == .suspended, !entry.cancelRequested, !entry.completing else { return nil }
             var r = entry.record
             r.state = .running
             r.phase = .waiting
-            if entry.transfer != nil { entry.afterStop = .resume }
+            // The stopped attempt has not let go of the file yet: it starts the next one then.
+            if entry.transfer != nil || entry.outputBusy { entry.afterStop = .resume }
             return r
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskResumed)], reportedBy: entry, { try TaskStore.updateTask(change, $0) }) { [self] result in
+        persist(session, events: [.summary(change, .taskResumed)], reportedBy: entry, {
+            try TaskStore.updateState(session: session.identifier, id: id, state: .running, phase: .waiting, $0)
+        }) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
-            publish(change, of: entry, in: session)
+            session.locked { publishState(.running, of: entry, in: session) }
             startTransfer(entry, in: session)
             completion(.success(session.locked { entry.snapshot }))
         }
@@ -54,21 +57,37 @@ extension TaskCoordinator {
     /// `POST …/suspend`: a running task stops; its partial file is kept for `resume`.
     func suspend(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, APIError>) -> Void) {
         guard let entry = liveEntry(session, id) else { return completion(Result { () throws(APIError) in try record(session, id) }) }
-        let (change, handle): (TaskRecord?, TransferHandle?) = session.locked {
-            guard entry.record.state == .running else { return (nil, nil) }
+        let change: TaskRecord? = session.locked {
+            guard entry.record.state == .running, !entry.cancelRequested, !entry.completing else { return nil }
             var r = entry.record
             r.state = .suspended
             r.phase = .waiting
             entry.afterStop = .nothing
-            return (r, entry.transfer)
+            return r
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskSuspended)], reportedBy: entry, { try TaskStore.updateTask(change, $0) }) { [self] result in
+        persist(session, events: [.summary(change, .taskSuspended)], reportedBy: entry, {
+            try TaskStore.updateState(session: session.identifier, id: id, state: .suspended, phase: .waiting, $0)
+        }) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
-            publish(change, of: entry, in: session)
+            // The transfer running now, which may have started since the decision (a start
+            // submits only while the state still says running).
+            let handle = session.locked {
+                publishState(.suspended, of: entry, in: session)
+                return entry.transfer
+            }
             handle?.stop(.suspended)
             completion(.success(session.locked { entry.snapshot }))
         }
+    }
+
+    /// A suspend or resume, once stored: only the state (and phase) change — what an attempt
+    /// reported meanwhile stays — and never over a completion decided meanwhile (lock held).
+    private func publishState(_ state: TaskState, of entry: TaskEntry, in session: SessionState) {
+        guard !entry.record.isCompleted else { return }
+        session.count(from: entry.record.state, to: state)
+        entry.record.state = state
+        entry.record.phase = .waiting
     }
 
     /// `POST …/cancel`: the task completes with `cancelled`; answered once it has.
@@ -82,27 +101,27 @@ extension TaskCoordinator {
     func cancel(_ entry: TaskEntry, in session: SessionState, produceResumeData: Bool,
                 completion: @escaping @Sendable (TaskRecord) -> Void)
     {
-        let (handle, completed): (TransferHandle?, TaskRecord?) = session.locked {
-            if entry.record.isCompleted { return (nil, entry.record) }
+        let (handle, completed, idle): (TransferHandle?, TaskRecord?, Bool) = session.locked {
+            if entry.record.isCompleted { return (nil, entry.record, false) }
             entry.completionWaiters.append(completion)
+            // Asked already: the completion it started answers this caller too.
+            if entry.cancelRequested { return (nil, nil, false) }
+            entry.cancelRequested = true
             entry.afterStop = .nothing
             entry.produceResumeData = produceResumeData
-            guard let handle = entry.transfer else { return (nil, nil) }
+            // Nothing runs: completed here, unless a start or an attempt's end has the file (it
+            // sees the request when it lets go of the file: `release`).
+            guard let handle = entry.transfer else { return (nil, nil, !entry.outputBusy) }
             session.count(from: entry.record.state, to: .canceling)
             entry.record.state = .canceling
-            return (handle, nil)
+            return (handle, nil, false)
         }
         if let completed { return completion(completed) }
         if let handle {
             handle.stop(.cancelled)
-        } else {
+        } else if idle {
             // Suspended, or waiting to retry: nothing runs, so the task completes here.
-            fileWork.async { [self] in
-                let record = session.locked { entry.record }
-                let resumeData = produceResumeData ? settlePartialOutput(of: record, session: session) : nil
-                if !produceResumeData { discardPartialOutput(of: record, session: session) }
-                complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled", resumeData: resumeData))
-            }
+            fileWork.async { [self] in completeCancelled(entry, in: session) }
         }
     }
 
@@ -116,7 +135,8 @@ extension TaskCoordinator {
             if let priority { stored.priority = priority }
             if let description { stored.description = description }
             let changed = stored
-            persist(session, { try TaskStore.updateTask(changed, $0) }) { result in
+            persist(session, { try TaskStore.updateDetails(session: session.identifier, id: id, priority: changed.priority,
+                                                           description: changed.description, $0) }) { result in
                 completion(result.map { changed }.mapError(APIError.storeFailure))
             }
             return
@@ -127,7 +147,9 @@ extension TaskCoordinator {
             if let description { r.description = description }
             return (r, entry.transfer)
         }
-        persist(session, { try TaskStore.updateTask(change, $0) }) { [self] result in
+        // Only these two fields: the task may complete meanwhile, and its completion must stay.
+        persist(session, { try TaskStore.updateDetails(session: session.identifier, id: id, priority: change.priority,
+                                                       description: change.description, $0) }) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             session.locked {
                 entry.record.priority = change.priority

@@ -6,6 +6,7 @@ extension TaskCoordinator {
     /// a background task continues, a default one completes with `interrupted`.
     func recover() throws {
         guard let store else { return }
+        let recoveryStarted = Timestamp.now()
         let rows = try store.loadSessions()
         let summaries = try store.loadSessionSummaries(rows.map(\.identifier))
         for row in rows {
@@ -59,7 +60,15 @@ extension TaskCoordinator {
             }
             complete(entry, in: session, error: ending)
         }
-        for (entry, session) in toStart { startTransfer(entry, in: session) }
+        let now = Timestamp.now()
+        for (entry, session) in toStart {
+            // A task that was waiting to retry keeps its `next_attempt_at`.
+            if entry.record.phase == .retrying, let next = entry.record.nextAttemptAt, next > now {
+                startLater(entry, in: session, after: next.seconds - now.seconds, waitingIn: .retrying)
+            } else {
+                startTransfer(entry, in: session)
+            }
+        }
         for session in registry.all {
             checkInvalidation(session)
             removeIfSettled(session)
@@ -67,21 +76,9 @@ extension TaskCoordinator {
             updateDelegateChannel(session)
         }
         sweepOrphanDirectories()
-        sweepOrphanPartialFiles()
-    }
-
-    /// Temporary files of the data directory that belong to no unfinished task (an attempt cut
-    /// short) are removed. Files kept for resume data (`.resume`) go with their task.
-    private func sweepOrphanPartialFiles() {
-        for session in registry.all where session.mode.isDurable {
-            let live = session.locked { Set(session.tasks.values.filter { !$0.record.isCompleted }.map(\.record.id)) }
-            for directory in [layout.filesDirectory(session.identifier), layout.bodiesDirectory(session.identifier)] {
-                for name in DataLayout.entries(of: directory) where name.hasPrefix(".") && name.hasSuffix(".part") {
-                    let id = String(name.dropFirst().dropLast(5))
-                    if !live.contains(id) { unlink(directory + "/" + name) }
-                }
-            }
-        }
+        // Anything the earlier run left behind; a margin for coarse file-system clocks keeps
+        // what this start-up just renamed (partials kept for resume data) out of it.
+        sweepOrphanFiles(startedAt: recoveryStarted.adding(seconds: -0.5))
     }
 
     /// Session directories with no stored session (ephemeral sessions of an earlier run, sessions

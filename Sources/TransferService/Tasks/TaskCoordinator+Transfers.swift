@@ -7,11 +7,27 @@ extension TaskCoordinator {
     /// Hands a running task to the engine: opens its output, builds the transfer from the task and
     /// its session's configuration. A task whose output cannot be opened completes with the error.
     func startTransfer(_ entry: TaskEntry, in session: SessionState) {
-        let (record, configuration) = session.locked { (entry.record, session.configuration) }
-        guard record.state == .running, entry.transfer == nil, !entry.deleted else { return }
-        let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - Timestamp.now().seconds
+        let claimed: (TaskRecord, SessionConfiguration)? = session.locked {
+            guard entry.record.state == .running, entry.transfer == nil, !entry.outputBusy, !entry.cancelRequested,
+                  !entry.completing, !entry.deleted
+            else { return nil }
+            entry.outputBusy = true
+            return (entry.record, session.configuration)
+        }
+        // From here the file is ours until the engine has the transfer (or `release`); a path
+        // that completes the task keeps it: a completing task never starts again.
+        guard let (record, configuration) = claimed else { return }
+        let now = Timestamp.now()
+        let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - now.seconds
         guard remaining > 0 else {
             return complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
+        }
+        // Not before `begin_at`: until then nothing is opened or handed to the engine — a task
+        // scheduled for tomorrow costs a timer, not a file descriptor (nor start-up time).
+        if let beginAt = record.beginAt, beginAt > now {
+            session.locked { entry.record.phase = .scheduled }
+            guard release(nil, of: entry, in: session) else { return }
+            return startLater(entry, in: session, after: beginAt.seconds - now.seconds, waitingIn: .scheduled)
         }
         let body: (RequestBodySource, contentType: String?)
         do {
@@ -43,13 +59,9 @@ extension TaskCoordinator {
         spec.maxRedirects = configuration.redirects.max
         spec.priority = record.priority
         spec.sequence = UInt64(record.sequence)
-        if let beginAt = record.beginAt {
-            let wait = beginAt.seconds - Timestamp.now().seconds
-            if wait > 0 { spec.notBefore = MonotonicClock.after(seconds: wait) }
-        }
         if let output {
             let existing = output.existingSize
-            if existing > 0, let validator = record.validator {
+            if existing > 0, record.isResumable, let validator = record.validator {
                 spec.resume = ResumeRequest(offset: existing, validator: validator)
                 spec.output = .file(fd: output.fd, offset: existing)
             } else {
@@ -63,11 +75,20 @@ extension TaskCoordinator {
         if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
-        session.locked {
+        let submitted: Bool = session.locked {
+            // A cancel that came meanwhile found the file busy and left the task to `release`; a
+            // suspend stored meanwhile found no transfer to stop.
+            guard !entry.cancelRequested, entry.record.state == .running else { return false }
             entry.output = output
-            entry.record.phase = spec.notBefore == nil ? .waiting : .scheduled
+            entry.record.phase = .waiting
             entry.record.nextAttemptAt = nil
             entry.transfer = engine.submit(spec, observer: observer)
+            entry.outputBusy = false
+            return true
+        }
+        if !submitted {
+            TaskCoordinator.closeFiles(of: body.0)
+            _ = release(output, of: entry, in: session)
         }
     }
 
@@ -120,7 +141,7 @@ extension TaskCoordinator {
     /// A task that will not run again: resume data for its partial file when it can be resumed
     /// (the file is kept), otherwise the file is removed.
     func settlePartialOutput(of record: TaskRecord, session: SessionState) -> String? {
-        guard record.kind == .download, record.validator != nil, let output = try? openOutput(for: record, session: session) else {
+        guard record.isResumable, record.validator != nil, let output = try? openOutput(for: record, session: session) else {
             discardPartialOutput(of: record, session: session)
             return nil
         }
@@ -181,7 +202,7 @@ extension TaskCoordinator {
             return entry.hasPendingEvents ? entry.record : nil
         }
         guard let record else { return }
-        persist(session, reportedBy: entry, { db in try TaskStore.updateTaskIfUnfinished(record, db) }) { _ in }
+        persist(session, reportedBy: entry, { db in try TaskStore.updateTaskKeepingState(record, db) }) { _ in }
     }
 
     /// Closes what `openBody` opened, for a transfer that will not start after all.
@@ -233,6 +254,8 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
         coordinator.noteTransferChange(entry, in: session, events: events) { record in
             record.response = head
             record.currentURL = response.url
+            // Stored with the head (0.2 s later), so a partial file continues after kill -9 too.
+            record.validator = TaskCoordinator.validator(after: response, previous: record.validator)
         }
     }
 

@@ -114,7 +114,9 @@ final class TaskCoordinator: @unchecked Sendable {
     }
 
     /// Stores a task's new record (with `also` and `events`, in the same transaction), then
-    /// publishes it.
+    /// publishes it: its completion, or what an attempt's end made of it (progress, response,
+    /// phase). The latter never changes `state`, which suspend and resume decide: one of those
+    /// may have been decided since the record was taken, and be committed before or after it.
     /// The task is encoded once, here (not on the writer thread), for its row, its cached reply
     /// and any event that carries it (`api` is passed to `events`).
     func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
@@ -124,23 +126,38 @@ final class TaskCoordinator: @unchecked Sendable {
         let api = record.jsonBytes()
         let document = record.storageDocument(api: api)
         persist(session, events: events(api), reportedBy: entry, { db in
-            try TaskStore.updateTask(record, document: document, db)
+            if record.isCompleted {
+                try TaskStore.updateTask(record, document: document, db)
+            } else {
+                try TaskStore.updateTaskKeepingState(record, document: document, db)
+            }
             try also?(db)
         }) { [self] result in
             if case .failure(let error) = result {
                 logger.error("cannot store task", metadata: ["task": "\(session.identifier)/\(record.id)", "error": "\(error)"])
             }
-            publish(record, of: entry, in: session, encoded: api)
+            publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted)
             then?()
         }
     }
 
-    /// Makes `record` the current state of `entry`, keeping counts and waking long-polls.
-    func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil) {
-        let waiters: [@Sendable (TaskRecord) -> Void] = session.locked {
+    /// Makes `record` the current state of `entry`, keeping counts and waking long-polls. A change
+    /// decided before the task completed (and not stored over it either) is dropped here too: a
+    /// completed task stays completed. With `keepingState` the entry's state stays as it is now
+    /// (see `commit`).
+    func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil,
+                 keepingState: Bool = false)
+    {
+        let waiters: [@Sendable (TaskRecord) -> Void]? = session.locked {
+            if entry.record.isCompleted && !record.isCompleted { return nil }
             if record.isCompleted && entry.endingBusy {
                 entry.endingBusy = false
                 session.busyTasksEnding -= 1
+            }
+            var record = record, encoded = encoded
+            if keepingState && record.state != entry.record.state {
+                record.state = entry.record.state
+                encoded = nil
             }
             session.count(from: entry.record.state, to: record.state)
             entry.setRecord(record, encoded: encoded)
@@ -148,6 +165,7 @@ final class TaskCoordinator: @unchecked Sendable {
             defer { entry.completionWaiters = [] }
             return entry.completionWaiters
         }
+        guard let waiters else { return }
         for waiter in waiters { waiter(record) }
         if record.isCompleted {
             registry.noteCompleted(session, taskID: record.id)

@@ -355,7 +355,7 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
     request_queue_size = 128
 
     def __init__(self, handler_class: type[LoopbackHandler], service: LoopbackService,
-                 tls_context: ssl.SSLContext | None = None):
+                 tls_context: ssl.SSLContext | None = None, port: int = 0):
         self.service = service
         self.tls_context = tls_context
         self.stopping = threading.Event()
@@ -365,7 +365,7 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
         self.connections_opened = 0
         self.max_concurrent_connections = 0
         self.tls_handshake_failures = 0
-        super().__init__(("127.0.0.1", 0), handler_class)
+        super().__init__(("127.0.0.1", port), handler_class)
 
     def server_bind(self) -> None:
         """Bind without HTTPServer's reverse DNS lookup of the host name."""
@@ -596,15 +596,16 @@ class LoopbackService:
     handler_class: type[LoopbackHandler]
     scheme = "http"
 
-    def __init__(self, tls_context: ssl.SSLContext | None = None):
+    def __init__(self, tls_context: ssl.SSLContext | None = None, port: int = 0):
         self._tls_context = tls_context
+        self._requested_port = port  # 0: any free port
         self._server: LoopbackHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self):
         if self._thread is not None:
             raise RuntimeError(f"{type(self).__name__} is already running")
-        self._server = LoopbackHTTPServer(self.handler_class, self, self._tls_context)
+        self._server = LoopbackHTTPServer(self.handler_class, self, self._tls_context, self._requested_port)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"{type(self).__name__}:{self.port}", daemon=True)
         self._thread.start()
@@ -1100,10 +1101,11 @@ class Origin(LoopbackService):
     expected_sha256 = staticmethod(expected_sha256)
     validators = staticmethod(validators)
 
-    def __init__(self, tls: tuple[str, str, str | None] | None = None):
+    def __init__(self, tls: tuple[str, str, str | None] | None = None, port: int = 0):
         """`tls=(certfile, keyfile, client_ca)` serves HTTPS; with a client_ca file, clients must
-        present a certificate it signed."""
-        super().__init__(_server_tls_context(*tls) if tls else None)
+        present a certificate it signed. `port` binds that port (a test that brings an origin up
+        where a client already knocks); by default any free one."""
+        super().__init__(_server_tls_context(*tls) if tls else None, port)
         self.scheme = "https" if tls else "http"
         self.digest_opaque = secrets.token_hex(8)
         self._lock = threading.Lock()

@@ -186,6 +186,13 @@ class Transferd:
                 raise error
         raise AssertionError("unreachable")
 
+    def spawn(self) -> None:
+        """Starts the process without waiting for readiness, for a caller that times the start-up
+        itself (bench/restart.py)."""
+        if self.running:
+            raise RuntimeError("transferd is already running")
+        self._spawn()
+
     def restart(self, *, args: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
                 signal: int = signals.SIGTERM, timeout: float = 10.0) -> "Transferd":
         """Stops (if running) and starts again on the same port with the same data directory;

@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""Crash harness: `kill -9` transferd at random moments under a mixed workload, start it again, and
+check that nothing acknowledged was lost or corrupted (issue 6; ENGINEERING.md "Crash tests").
+
+Each round starts transferd on the same data directory, re-attaches the sessions (one ephemeral,
+recreated), submits a random mix of work — downloads (some slow, some to an `--allow-path`
+destination), uploads from inline bodies and blobs, data tasks, batches; some cancelled with resume
+data and continued from it, some suspended and resumed — across background, default and ephemeral
+sessions, two of them with a webhook delegate to a real receiver, kills transferd with SIGKILL at a
+random moment and runs `PRAGMA integrity_check` on its database. At the start of the next round
+every task that got a 201 in a durable session must exist. A last start then runs to the end:
+  - every background task completes (successfully, unless the harness cancelled it); default tasks
+    complete (`interrupted` allowed);
+  - every successful download has the origin's sha256, in its result and in the bytes on disk;
+  - each durable session's journal is numbered without gaps and holds exactly one `task.completed`
+    for each completed task;
+  - each delegate received every journaled event at least once, first deliveries in seq order.
+
+    python3 Tests/crash/crash_harness.py --rounds 200 [--seed N] [--keep]
+
+`make test` runs a short form through Tests/integration/test_crash_harness.py; `make crash` (with
+`ROUNDS=`) the long one. Needs the release binary (`make build`, or TRANSFERD_BINARY).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import os
+import random
+import shutil
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+
+import requests  # noqa: E402
+
+from support.api import session_path, task_path, tasks_path  # noqa: E402
+from support.journal import read_events  # noqa: E402
+from support.origin import Origin  # noqa: E402
+from support.receiver import WebhookReceiver  # noqa: E402
+from support.transferd import Transferd  # noqa: E402
+
+MiB = 1 << 20
+RETRY = {"retry": {"backoff_initial_s": 0.2, "backoff_max_s": 1}}
+# identifier → (mode, with a delegate)
+SESSIONS = {
+    "crash.bg": ("background", False),
+    "crash.bg.hook": ("background", True),
+    "crash.df": ("default", False),
+    "crash.df.hook": ("default", True),
+    "crash.eph": ("ephemeral", False),
+}
+# Quick webhook retries, and enough of them that a delegate is never given up on.
+WEBHOOK_SCHEDULE = ",".join(["0"] + ["300ms"] * 60)
+
+
+@dataclass
+class Submitted:
+    """A task transferd acknowledged with 201."""
+
+    session: str
+    id: str
+    kind: str
+    round: int
+    sha256: str | None = None  # a download's expected content
+    size: int | None = None
+    cancelled: bool = False
+
+    @property
+    def mode(self) -> str:
+        return SESSIONS[self.session][0]
+
+
+@dataclass
+class Report:
+    rounds: int = 0
+    submitted: int = 0
+    findings: list[str] = field(default_factory=list)
+
+    def finding(self, text: str) -> None:
+        print(f"FINDING: {text}", flush=True)
+        self.findings.append(text)
+
+
+class Workload(threading.Thread):
+    """Submits random work until told to stop or until transferd stops answering."""
+
+    def __init__(self, harness: "Harness", round_number: int, rng: random.Random):
+        super().__init__(daemon=True, name=f"workload-{round_number}")
+        self.h = harness
+        self.round = round_number
+        self.rng = rng
+        self.stop = threading.Event()
+        self.submitted: list[Submitted] = []
+        self._n = 0
+
+    def run(self) -> None:
+        actions = [(self.download, 5), (self.batch, 1), (self.upload, 2), (self.data, 2), (self.cancel_and_resume, 1),
+                   (self.suspend_and_resume, 1)]
+        choices = [a for a, weight in actions for _ in range(weight)]
+        try:
+            while not self.stop.is_set():
+                self.rng.choice(choices)(self.rng.choice(list(SESSIONS)))
+        except (requests.RequestException, OSError):
+            pass  # transferd was killed under us
+
+    def _seed(self) -> str:
+        self._n += 1
+        return f"r{self.round}-{self._n}"
+
+    def _create(self, sid: str, bodies: list[dict], expected: list[tuple[str | None, int | None]]) -> None:
+        td = self.h.td
+        if len(bodies) == 1:
+            response = td.post(tasks_path(sid), json=bodies[0])
+            tasks = [response.json()] if response.status_code == 201 else []
+        else:
+            response = td.post(tasks_path(sid) + ":batch", json={"tasks": bodies}, timeout=30)
+            tasks = response.json()["tasks"] if response.status_code == 201 else []
+        if response.status_code != 201:
+            self.h.report.finding(f"creation refused: {response.status_code} {response.text[:300]}")
+        for task, (sha, size) in zip(tasks, expected):
+            self.submitted.append(Submitted(sid, task["id"], task["kind"], self.round, sha, size))
+
+    def _download_body(self, sizes: list[int]) -> tuple[dict, tuple[str, int]]:
+        size, seed = self.rng.choice(sizes), self._seed()
+        path = f"/bytes/{size}?seed={seed}"
+        if size >= MiB and self.rng.random() < 0.7:
+            path += f"&rate={self.rng.choice([MiB, 4 * MiB])}"  # still running when the kill comes
+        body: dict[str, Any] = {"kind": "download", "request": {"url": self.h.origin.url(path)}}
+        if self.rng.random() < 0.2:
+            body["download"] = {"destination": str(self.h.root / f"{seed}.bin")}
+        return body, (Origin.expected_sha256(size, seed), size)
+
+    def download(self, sid: str) -> None:
+        body, expected = self._download_body([1000, 40_000, 400_000, MiB, 3 * MiB])
+        self._create(sid, [body], [expected])
+
+    def batch(self, sid: str) -> None:
+        made = [self._download_body([500, 5000, 50_000]) for _ in range(self.rng.randint(5, 30))]
+        self._create(sid, [b for b, _ in made], [e for _, e in made])
+
+    def upload(self, sid: str) -> None:
+        url = self.h.origin.url("/upload/" + self._seed())
+        if self.rng.random() < 0.5:
+            body = {"kind": "upload", "request": {"url": url, "body": {"text": "x" * self.rng.randint(1, 300_000)}}}
+        else:
+            blob = self.h.td.post("/v1/blobs", data=os.urandom(self.rng.randint(1, 2 * MiB)),
+                                  headers={"Content-Type": "application/octet-stream"})
+            if blob.status_code != 201:
+                return self.h.report.finding(f"blob refused: {blob.status_code} {blob.text[:300]}")
+            body = {"kind": "upload", "request": {"url": url}, "upload": {"from_blob": blob.json()["id"]}}
+        self._create(sid, [body], [(None, None)])
+
+    def data(self, sid: str) -> None:
+        if self.rng.random() < 0.5:
+            body = {"kind": "data", "request": {"url": self.h.origin.url("/echo"), "method": "POST",
+                                                "body": {"text": self._seed()}}}
+        else:
+            body = {"kind": "data", "request": {"url": self.h.origin.url(f"/bytes/{self.rng.randint(1, 100_000)}")}}
+        self._create(sid, [body], [(None, None)])
+
+    def _running_download(self, sid: str) -> Submitted | None:
+        candidates = [s for s in self.submitted if s.session == sid and s.kind == "download" and not s.cancelled]
+        return self.rng.choice(candidates) if candidates else None
+
+    def cancel_and_resume(self, sid: str) -> None:
+        """Cancel with resume data, then continue from it (when the task was still running)."""
+        task = self._running_download(sid)
+        if task is None:
+            return
+        reply = self.h.td.post(task_path(sid, task.id, "/cancel"), json={"produce_resume_data": True}, timeout=15)
+        if reply.status_code != 200:
+            return self.h.report.finding(f"cancel {sid}/{task.id}: {reply.status_code} {reply.text[:300]}")
+        done = reply.json()
+        if (done.get("error") or {}).get("code") != "cancelled":
+            return  # it had completed already
+        task.cancelled = True
+        token = done["error"]["resume_data"]
+        if token:
+            self._create(sid, [{"kind": "download", "resume_data": token}], [(task.sha256, task.size)])
+
+    def suspend_and_resume(self, sid: str) -> None:
+        task = self._running_download(sid)
+        if task is None:
+            return
+        for action in ("suspend", "resume"):
+            reply = self.h.td.post(task_path(sid, task.id, "/" + action), timeout=15)
+            if reply.status_code != 200:
+                return self.h.report.finding(f"{action} {sid}/{task.id}: {reply.status_code} {reply.text[:300]}")
+
+
+class Harness:
+    def __init__(self, workdir: Path, seed: int):
+        self.rng = random.Random(seed)
+        self.report = Report()
+        self.root = workdir / "destinations"
+        self.root.mkdir()
+        self.origin = Origin().start()
+        secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
+        self.receiver = WebhookReceiver(secret=secret).start()
+        self.secret = secret
+        (workdir / "data").mkdir()
+        # Warnings only: request lines of hundreds of rounds would fill the memory of this process.
+        self.td = Transferd("--allow-path", str(self.root), "--webhook-retry-schedule", WEBHOOK_SCHEDULE,
+                            "--log-level", "warning", data_dir=workdir / "data")
+        self.submitted: dict[tuple[str, str], Submitted] = {}
+        self.verified: set[tuple[str, str]] = set()
+
+    def close(self) -> None:
+        self.td.close()
+        self.receiver.stop()
+        self.origin.stop()
+
+    # MARK: rounds
+
+    def attach_sessions(self) -> None:
+        for sid, (mode, hook) in SESSIONS.items():
+            body: dict[str, Any] = {"mode": mode, "configuration": RETRY}
+            if hook:
+                body["delegate"] = {"url": self.receiver.url, "secret": self.secret}
+            response = self.td.put(session_path(sid), json=body)
+            expected = 201 if mode == "ephemeral" or self.report.rounds == 0 else 200
+            if response.status_code != expected:
+                self.report.finding(f"PUT {sid}: {response.status_code}, expected {expected}: {response.text[:300]}")
+
+    def round(self) -> None:
+        self.td.start() if self.td.process is None else self.td.restart()
+        self.check_acknowledged_exist()
+        self.attach_sessions()
+        if self.rng.random() < 0.3:
+            self.receiver.respond_with(500, times=self.rng.randint(1, 3))
+        workload = Workload(self, self.report.rounds + 1, random.Random(self.rng.random()))
+        workload.start()
+        time.sleep(self.rng.uniform(0.05, 2.0))
+        self.td.kill9()
+        workload.stop.set()
+        workload.join(timeout=30)
+        for task in workload.submitted:
+            self.submitted[(task.session, task.id)] = task
+        self.report.submitted += len(workload.submitted)
+        self.report.rounds += 1
+        self.check_database()
+
+    def check_database(self) -> None:
+        with sqlite3.connect(f"file:{self.td.data_dir / 'transferd.sqlite'}?mode=ro", uri=True) as db:
+            result = db.execute("PRAGMA integrity_check").fetchall()
+        db.close()
+        if result != [("ok",)]:
+            self.report.finding(f"round {self.report.rounds}: integrity_check: {result[:5]}")
+
+    # MARK: checks
+
+    def stored_tasks(self, sid: str) -> dict[str, dict]:
+        tasks: dict[str, dict] = {}
+        after = None
+        while True:
+            response = self.td.get(tasks_path(sid), params={"limit": 1000, **({"after": after} if after else {})})
+            if response.status_code != 200:
+                self.report.finding(f"listing {sid}: {response.status_code} {response.text[:300]}")
+                return tasks
+            page = response.json()
+            tasks.update((t["id"], t) for t in page["tasks"])
+            if not (after := page["next"]):
+                return tasks
+
+    def durable_sessions(self) -> list[str]:
+        return [sid for sid, (mode, _) in SESSIONS.items() if mode != "ephemeral"]
+
+    def check_acknowledged_exist(self) -> None:
+        """Every task acknowledged in a durable session is still there."""
+        if not self.submitted:
+            return
+        stored = {sid: self.stored_tasks(sid) for sid in self.durable_sessions()}
+        for (sid, tid), task in self.submitted.items():
+            if task.mode != "ephemeral" and tid not in stored[sid]:
+                self.report.finding(f"lost: {sid}/{tid} ({task.kind}, acknowledged in round {task.round})")
+        self.check_completed_files(stored)
+
+    def check_completed_files(self, stored: dict[str, dict[str, dict]]) -> None:
+        """A completed download is the origin's content, in its result and on disk (once per task)."""
+        for sid, tasks in stored.items():
+            for tid, task in tasks.items():
+                submitted = self.submitted.get((sid, tid))
+                if (sid, tid) in self.verified or submitted is None or submitted.sha256 is None:
+                    continue
+                if task["state"] != "completed" or task["error"] is not None:
+                    continue
+                self.verified.add((sid, tid))
+                result = task["result"]
+                if (result["sha256"], result["size"]) != (submitted.sha256, submitted.size):
+                    self.report.finding(f"corrupt result {sid}/{tid}: {result}, expected {submitted.sha256} {submitted.size}")
+                elif file_sha256(result["location"]) != submitted.sha256:
+                    self.report.finding(f"corrupt file {sid}/{tid} at {result['location']}")
+
+    def finish(self, timeout: float) -> None:
+        """A last start that runs to the end, then the end-state checks."""
+        self.td.restart()
+        self.attach_sessions()
+        deadline = time.monotonic() + timeout
+        while True:
+            stored = {sid: self.stored_tasks(sid) for sid in self.durable_sessions()}
+            unfinished = [(sid, tid) for (sid, tid), s in self.submitted.items()
+                          if s.mode != "ephemeral" and stored[sid].get(tid, {}).get("state", "completed") != "completed"]
+            if not unfinished:
+                break
+            if time.monotonic() >= deadline:
+                self.report.finding(f"{len(unfinished)} tasks never completed, e.g. {unfinished[:5]}")
+                break
+            time.sleep(0.5)
+        self.check_acknowledged_exist()
+        self.check_outcomes(stored)
+        for sid in self.durable_sessions():
+            self.check_journal(sid, stored[sid], deadline)
+
+    def check_outcomes(self, stored: dict[str, dict[str, dict]]) -> None:
+        for (sid, tid), submitted in self.submitted.items():
+            task = stored.get(sid, {}).get(tid)
+            if task is None:
+                continue
+            code = (task["error"] or {}).get("code")
+            allowed = {None, "cancelled"} if submitted.cancelled else {None}
+            if submitted.mode == "default":
+                allowed |= {"interrupted"}
+            if code not in allowed:
+                self.report.finding(f"{submitted.mode} task {sid}/{tid} ({task['kind']}) ended with {task['error']}")
+            elif task["kind"] == "upload" and code is None and task["response"]["status"] != 201:
+                self.report.finding(f"upload {sid}/{tid} answered {task['response']['status']}")
+
+    def check_journal(self, sid: str, tasks: dict[str, dict], deadline: float) -> None:
+        events = read_events(self.td, sid)
+        seqs = [e["seq"] for e in events]
+        if seqs != list(range(1, len(seqs) + 1)):
+            gaps = sorted(set(range(1, max(seqs, default=0) + 1)) - set(seqs))
+            self.report.finding(f"{sid}: journal not numbered 1..N: gaps {gaps[:10]}, {len(seqs)} events")
+        completions: dict[str, list[dict]] = {}
+        for event in events:
+            if event["type"] == "task.completed":
+                completions.setdefault(event["task"], []).append(event)
+        for tid, task in tasks.items():
+            if task["state"] == "completed" and len(completions.get(tid, [])) != 1:
+                summary = [(e["seq"], e["at"], (e["data"]["error"] or {}).get("code")) for e in completions.get(tid, [])]
+                self.report.finding(f"{sid}/{tid}: {len(summary)} task.completed events (seq, at, error): {summary}")
+        if not SESSIONS[sid][1]:
+            return
+        wanted = {e["id"]: e["seq"] for e in events}
+
+        def delivered():
+            firsts: dict[str, int] = {}
+            for d in self.receiver.deliveries:
+                if d.json and d.json.get("session") == sid and d.json["type"] != "task.progress":
+                    firsts.setdefault(d.json["id"], d.json["seq"])
+            return firsts
+
+        while set(wanted) - set(delivered()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        firsts = delivered()
+        missing = set(wanted) - set(firsts)
+        if missing:
+            self.report.finding(f"{sid}: {len(missing)} journaled events never delivered, seqs {sorted(wanted[m] for m in missing)[:10]}")
+        order = list(firsts.values())
+        if order != sorted(order):
+            self.report.finding(f"{sid}: first deliveries out of seq order: {order[:40]}")
+        invalid = [d for d in self.receiver.deliveries if d.valid is False]
+        if invalid:
+            self.report.finding(f"{len(invalid)} deliveries with a bad signature: {invalid[0].error}")
+
+
+def file_sha256(path: str) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(MiB):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def run(rounds: int, seed: int, budget: float, finish_timeout: float, keep: bool = False) -> Report:
+    """Runs up to `rounds` rounds (fewer when `budget` seconds run out), then the last start."""
+    workdir = Path(tempfile.mkdtemp(prefix="transferd-crash-"))
+    harness = Harness(workdir, seed)
+    began = time.monotonic()
+    try:
+        while harness.report.rounds < rounds and time.monotonic() - began < budget:
+            harness.round()
+            if harness.report.rounds % 10 == 0:
+                print(f"round {harness.report.rounds}: {harness.report.submitted} tasks acknowledged, "
+                      f"{len(harness.report.findings)} findings", flush=True)
+        harness.finish(finish_timeout)
+    except (requests.RequestException, OSError, RuntimeError) as error:
+        # transferd stopped answering outside a planned kill: a crash, or a hang.
+        td = harness.td
+        status = f"exited with {td.process.poll()}" if td.process is not None and not td.running else "running"
+        log = workdir / "transferd.log"
+        log.write_text(td.output())
+        harness.report.finding(f"round {harness.report.rounds + 1}: {type(error).__name__}: {error}; transferd {status}; "
+                               f"its output is in {log}; the end of it:\n{td.output()[-3000:]}")
+    finally:
+        harness.close()
+        if keep or harness.report.findings:
+            print(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return harness.report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
+    parser.add_argument("--budget", type=float, default=3600, help="seconds for the rounds")
+    parser.add_argument("--finish-timeout", type=float, default=300)
+    parser.add_argument("--keep", action="store_true", help="keep the data directory")
+    args = parser.parse_args()
+    print(f"seed {args.seed}", flush=True)
+    report = run(args.rounds, args.seed, args.budget, args.finish_timeout, args.keep)
+    print(f"{report.rounds} rounds, {report.submitted} tasks acknowledged, {len(report.findings)} findings")
+    for text in report.findings:
+        print("  " + text)
+    return 1 if report.findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
