@@ -4,6 +4,7 @@
 #ifndef TRANSFERD_CCURL_SHIM_H
 #define TRANSFERD_CCURL_SHIM_H
 #include <curl/curl.h>
+#include <dlfcn.h>
 
 static inline CURLcode transferd_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode transferd_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
@@ -55,4 +56,21 @@ static inline CURLcode transferd_easy_unpause(CURL *h) { return curl_easy_pause(
 static inline long transferd_auth_basic(void) { return (long)CURLAUTH_BASIC; }
 static inline long transferd_auth_digest(void) { return (long)CURLAUTH_DIGEST; }
 static inline long transferd_auth_bearer(void) { return (long)CURLAUTH_BEARER; }
+
+// CURLOPT_SSL_CTX_FUNCTION: called with OpenSSL's SSL_CTX before each TLS handshake.
+typedef CURLcode (*transferd_ssl_ctx_callback)(CURL *, void *, void *);
+static inline CURLcode transferd_easy_setopt_ssl_ctx_cb(CURL *h, transferd_ssl_ctx_callback f) { return curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, f); }
+
+// OpenSSL's SSL_CTX_set_cert_cb, from the libssl that libcurl already loaded (found with dlsym, so
+// building needs no OpenSSL headers and links nothing more). In client mode OpenSSL calls the
+// callback when the server sends a CertificateRequest. Returns 0 when libssl is not there.
+typedef int (*transferd_cert_callback)(void *ssl, void *arg);
+static inline int transferd_ssl_ctx_set_cert_cb(void *ctx, transferd_cert_callback cb, void *arg) {
+    typedef void (*setter)(void *, transferd_cert_callback, void *);
+    static setter set = NULL;  // the same value whichever thread looks it up first
+    if (!set) set = (setter)dlsym(RTLD_DEFAULT, "SSL_CTX_set_cert_cb");
+    if (!set) return 0;
+    set(ctx, cb, arg);
+    return 1;
+}
 #endif

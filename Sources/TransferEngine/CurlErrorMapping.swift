@@ -3,7 +3,8 @@ import CCurl
 /// CURLcode → the stable error codes of PRODUCT.md. Codes curl reports for conditions we detect
 /// ourselves (policy refusals, size caps, write errors) are refined by the transfer before this.
 enum CurlErrorMapping {
-    static func failure(_ code: CURLcode, detail: String) -> TransferFailure {
+    /// `certificateRequested`: the server asked for a client certificate and never answered.
+    static func failure(_ code: CURLcode, detail: String, certificateRequested: Bool = false) -> TransferFailure {
         let raw = Int(code.rawValue)
         let mapped: TransferErrorCode = switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .cannotFindHost
@@ -29,6 +30,10 @@ enum CurlErrorMapping {
         let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         if [CURLE_SSL_CONNECT_ERROR, CURLE_RECV_ERROR, CURLE_SEND_ERROR].contains(code), isCertificateAlert(message) {
             return TransferFailure(.clientCertificateRejected, message, curlCode: raw)
+        }
+        if [CURLE_SSL_CONNECT_ERROR, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING].contains(code), certificateRequested {
+            return TransferFailure(.clientCertificateRejected,
+                                   "the server asked for a client certificate, then closed the connection (\(message))", curlCode: raw)
         }
         return TransferFailure(mapped, message, curlCode: raw)
     }

@@ -9,6 +9,7 @@ extension EasyConfigurator {
         configureCookies(h, transfer)
         configureProxy(h, settings.proxy)
         configureTLS(h, settings.tls)
+        watchCertificateRequests(h, transfer)
         configureCredential(h, transfer)
     }
 
@@ -59,6 +60,15 @@ extension EasyConfigurator {
         }
     }
 
+    /// Notes whether the server asks for a client certificate during the handshake. Under TLS 1.3
+    /// a server that refuses ours (or its absence) sends its alert after curl considers the
+    /// handshake done; if the request crosses it, curl sees only a broken pipe or a reset and the
+    /// alert is lost. Knowing the server asked tells that failure apart from a network one.
+    static func watchCertificateRequests(_ h: UnsafeMutableRawPointer, _ transfer: Transfer) {
+        _ = transferd_easy_setopt_ssl_ctx_cb(h, sslContextCallback)
+        _ = transferd_easy_setopt_ptr(h, CURLOPT_SSL_CTX_DATA, Unmanaged.passUnretained(transfer).toOpaque())
+    }
+
     /// The session's credential for the task's URL. `CURLOPT_UNRESTRICTED_AUTH` off: curl sends
     /// it only while the request goes to the same scheme, host and port as the first one, so a
     /// redirect elsewhere never carries it (nor a custom `Authorization` or `Cookie` header).
@@ -80,4 +90,16 @@ extension EasyConfigurator {
             _ = transferd_easy_setopt_long(h, CURLOPT_HTTPAUTH, transferd_auth_bearer())
         }
     }
+}
+
+/// Runs on the loop's thread inside curl, before the handshake of a connection this transfer opens
+/// (a reused connection had its handshake, and its answer, with the transfer that opened it).
+private let sslContextCallback: transferd_ssl_ctx_callback = { _, context, userdata in
+    _ = transferd_ssl_ctx_set_cert_cb(context, certificateRequested, userdata)
+    return CURLE_OK
+}
+
+private let certificateRequested: transferd_cert_callback = { _, userdata in
+    Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue().serverRequestedClientCertificate = true
+    return 1  // go on, with whatever certificate curl configured (or none)
 }

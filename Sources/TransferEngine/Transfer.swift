@@ -55,6 +55,8 @@ final class Transfer: @unchecked Sendable {
 
     // Why curl's own error code does not tell the whole story.
     var blockedAddress: String?
+    /// The server asked for a client certificate in a TLS handshake of this transfer.
+    var serverRequestedClientCertificate = false
     private var writeFailure: TransferFailure?
     private var readFailure: TransferFailure?
     var stopReason: StopReason?
@@ -275,7 +277,8 @@ final class Transfer: @unchecked Sendable {
             } else if let failure = writeFailure ?? readFailure {
                 outcome.failure = TransferFailure(failure.code, failure.message, curlCode: Int(code.rawValue))
             } else {
-                outcome.failure = CurlErrorMapping.failure(code, detail: errorDetail)
+                outcome.failure = CurlErrorMapping.failure(code, detail: errorDetail,
+                                                           certificateRequested: serverRequestedClientCertificate && finalResponse == nil)
             }
         } else if credentialsRefused {
             outcome.failure = TransferFailure(.userAuthenticationRequired, "the origin refused the session's credentials (HTTP 401)")
