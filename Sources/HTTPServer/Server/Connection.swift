@@ -22,6 +22,8 @@ final class Connection: EventHandler, @unchecked Sendable {
     private let inbound = ByteBuffer()
     private var scanner: HeadScanner
     private var readable = false
+    /// The peer's FIN (or an error) was signalled: read until end of input, not just until a short read.
+    private var peerHungUp = false
     private var requestCount = 0
     private var generation: UInt64 = 0
     private var draining = false
@@ -61,6 +63,7 @@ final class Connection: EventHandler, @unchecked Sendable {
             return close()
         }
         if events & UInt32(EPOLLOUT.rawValue) != 0 && (phase == .writing || outboundSent < outbound.count) { flush() }
+        if events & UInt32(EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 { peerHungUp = true }
         if events & UInt32(EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 {
             readable = true
             process()
@@ -108,9 +111,15 @@ final class Connection: EventHandler, @unchecked Sendable {
         guard readable else { return false }
         let wasEmpty = inbound.isEmpty
         let space = inbound.writableSpace(atLeast: phase == .readingBody ? 64 * 1024 : 4096)
-        let n = read(fd, space.baseAddress, min(space.count, 256 * 1024))
+        let wanted = min(space.count, 256 * 1024)
+        let n = read(fd, space.baseAddress, wanted)
         if n > 0 {
             inbound.commitWrite(n)
+            // A short read emptied the socket's receive queue. The descriptor is edge-triggered,
+            // and every later arrival queues a new event (epoll(7)), so the read that would only
+            // return EAGAIN is skipped: one system call fewer per request. nginx does the same
+            // (ngx_unix_recv with EPOLLRDHUP). After a hang-up, read on until the end of input.
+            if n < wanted && !peerHungUp { readable = false }
             let limits = worker.shared.configuration
             if phase == .readingBody {
                 deadline = MonotonicClock.after(seconds: limits.bodyTimeout)
