@@ -2,14 +2,13 @@ import Store
 
 /// SQL for the event journal and the webhook attempts.
 enum EventStore {
-    /// `OR FAIL`: no statement journal for a one-row insert (see `TaskStore.insertTasks`).
+    /// Several rows per statement, `OR FAIL`: see `TaskStore.insertTasks`.
     static func insert(_ events: [Event], _ db: Database) throws {
-        guard !events.isEmpty else { return }
-        let s = try db.statement("INSERT OR FAIL INTO events (session, seq, id, type, task, at, data) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        for e in events {
-            try s.bind(.text(e.session), .integer(e.seq), .text(e.id), .text(e.type.rawValue), .optionalText(e.task),
-                       .integer(e.at.milliseconds), .utf8(e.data))
-            try s.run()
+        try db.insertRows("INSERT OR FAIL INTO events (session, seq, id, type, task, at, data) VALUES",
+                          columns: 7, count: events.count) { i, values in
+            let e = events[i]
+            values += [.text(e.session), .integer(e.seq), .text(e.id), .text(e.type.rawValue), .optionalText(e.task),
+                       .integer(e.at.milliseconds), .utf8(e.data)]
         }
     }
 
