@@ -27,7 +27,7 @@ BATCH=${BATCH:-1000}
 BINARY=${TRANSFERD_BINARY:-.build/release/transferd}
 DRIVE=(python3 "$PWD/bench/drive.py")
 
-install_tools valgrind curl
+install_tools valgrind binutils curl
 ensure_binary
 bench_setup instructions
 

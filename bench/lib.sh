@@ -13,6 +13,7 @@ install_tools() {  # package...
   for pkg in "$@"; do
     cmd=$pkg
     [ "$pkg" = aria2 ] && cmd=aria2c
+    [ "$pkg" = binutils ] && cmd=objcopy
     command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
   done
   [ ${#need[@]} -eq 0 ] && return
