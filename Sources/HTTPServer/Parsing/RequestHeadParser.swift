@@ -12,8 +12,10 @@ public enum RequestHeadParser {
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws(HTTPProblem) -> HTTPRequestHead {
         var lines = LineCursor(bytes: bytes)
         guard let requestLine = lines.next() else { throw .bad("empty request") }
-        let (method, target, minor) = try parseRequestLine(bytes, requestLine)
-        let (path, query) = try splitTarget(target, method: method)
+        let (method, targetRange, minor) = try parseRequestLine(bytes, requestLine)
+        let target = string(bytes, targetRange)
+        let questionMark = targetRange.firstIndex { bytes[$0] == 0x3F }.map { $0 - targetRange.lowerBound }
+        let (path, query) = try splitTarget(target, questionMark: questionMark, method: method)
 
         var headers = HTTPHeaders(capacity: 8)
         var framing = FramingFields()
@@ -56,7 +58,7 @@ public enum RequestHeadParser {
     // MARK: request-line (RFC 9112 §3)
 
     private static func parseRequestLine(_ bytes: UnsafeRawBufferPointer, _ line: Range<Int>)
-        throws(HTTPProblem) -> (String, String, Int)
+        throws(HTTPProblem) -> (String, Range<Int>, Int)
     {
         // method SP request-target SP HTTP-version: exactly two single spaces, no other whitespace.
         var spaces = (0, 0), count = 0
@@ -83,30 +85,31 @@ public enum RequestHeadParser {
         guard bytes[v + 5] == 0x31 else {
             throw HTTPProblem(505, "http_version_not_supported", "only HTTP/1.0 and HTTP/1.1 are served")
         }
-        return (string(bytes, methodRange), string(bytes, target), Int(bytes[v + 7] - 0x30))
+        return (string(bytes, methodRange), target, Int(bytes[v + 7] - 0x30))
     }
 
     /// The path and query of the target, as slices of it. The target is ASCII (checked above), so
-    /// every UTF-8 offset is a character boundary.
-    private static func splitTarget(_ target: String, method: String) throws(HTTPProblem)
+    /// every UTF-8 offset is a character boundary; `questionMark` is the offset of its first `?`,
+    /// which starts the query in either form (an authority cannot hold a `?`).
+    private static func splitTarget(_ target: String, questionMark: Int?, method: String) throws(HTTPProblem)
         -> (Substring, Substring?)
     {
         let utf8 = target.utf8
+        let end = questionMark.map { utf8.index(utf8.startIndex, offsetBy: $0) } ?? utf8.endIndex
+        let query = questionMark.map { _ in target[utf8.index(after: end)...] }
         var path = utf8.startIndex
         if target.hasPrefix("http://") || target.hasPrefix("https://") {
             // absolute-form (RFC 9112 §3.2.2): serve its path; the authority is not ours to check.
             let authority = utf8.index(utf8.firstIndex(of: 0x3A)!, offsetBy: 3)
-            guard let start = utf8[authority...].firstIndex(where: { $0 == 0x2F || $0 == 0x3F }) else { return ("/", nil) }
-            if utf8[start] == 0x3F { return ("/", target[utf8.index(after: start)...]) }
-            path = start
+            guard let slash = utf8[authority..<end].firstIndex(of: 0x2F) else { return ("/", query) }
+            path = slash
         } else if target == "*" {
             guard method == "OPTIONS" else { throw .bad("asterisk-form is only for OPTIONS") }
             return ("*", nil)
         } else if utf8.first != 0x2F {
             throw .bad("request target must be an absolute path")
         }
-        guard let q = utf8[path...].firstIndex(of: 0x3F) else { return (target[path...], nil) }
-        return (target[path..<q], target[utf8.index(after: q)...])
+        return (target[path..<end], query)
     }
 
     // MARK: header fields (RFC 9112 §5)
