@@ -16,6 +16,8 @@ Subcommands (every one prints its measurement on stdout, diagnostics on stderr, 
   submit-batch create suspended tasks through `tasks:batch` from several connections; print
                "tasks/s tasks seconds" and check that the session stores exactly that many.
   count        print a session's total number of tasks.
+  replay       send the same GET, or the same POST of suspended tasks (one, or a tasks:batch), a
+               number of times one after another on one connection (bench/instructions.sh).
   report       print the table of medians, ratios and bars from the results file.
 """
 import argparse
@@ -257,6 +259,19 @@ def cmd_submit_batch(args):
     print(f"{stored[0] / elapsed:.1f} {stored[0]} {elapsed:.3f}")
 
 
+def cmd_replay(args):
+    api = API(args.api, args.token)
+    task = {"kind": "download", "start": False, "request": {"url": "http://127.0.0.1:9/x"}}
+    if args.get:
+        for _ in range(args.count):
+            api.call("GET", args.get)
+    else:
+        body = json.dumps({"tasks": [task] * args.batch} if args.batch else task).encode()
+        for _ in range(args.count):
+            api.call("POST", args.post, body, expect=(201,))
+    print(args.count)
+
+
 def cmd_count(args):
     api = API(args.api, args.token)
     print(api.json("GET", f"/v1/sessions/{args.session}")["tasks"]["total"])
@@ -365,6 +380,16 @@ def main():
     c.add_argument("--token", required=True)
     c.add_argument("--session", required=True)
     c.set_defaults(func=cmd_count)
+
+    p_replay = sub.add_parser("replay")
+    p_replay.add_argument("--api", required=True)
+    p_replay.add_argument("--token", required=True)
+    target = p_replay.add_mutually_exclusive_group(required=True)
+    target.add_argument("--get", help="path to GET")
+    target.add_argument("--post", help="path to POST suspended tasks to")
+    p_replay.add_argument("--batch", type=int, default=0, help="tasks per POST (a tasks:batch body); 0: one task")
+    p_replay.add_argument("--count", type=int, required=True)
+    p_replay.set_defaults(func=cmd_replay)
 
     r = sub.add_parser("report")
     r.add_argument("results")

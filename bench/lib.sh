@@ -14,6 +14,7 @@ install_tools() {  # package...
   for pkg in "$@"; do
     cmd=$pkg
     [ "$pkg" = aria2 ] && cmd=aria2c
+    [ "$pkg" = binutils ] && cmd=objcopy
     command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
   done
   [ ${#need[@]} -eq 0 ] && return
@@ -59,9 +60,9 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-wait_for() {  # url [curl args...]: until it answers 200, at most 20 s
+wait_for() {  # url [curl args...]: until it answers 200, at most $wait_seconds (20) s
   local url=$1; shift
-  for _ in $(seq 200); do
+  for _ in $(seq $(( ${wait_seconds:-20} * 10 ))); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$@" "$url" || true)" = 200 ] && return 0
     sleep 0.1
   done
@@ -69,13 +70,16 @@ wait_for() {  # url [curl args...]: until it answers 200, at most 20 s
   return 1
 }
 
+# A command that transferd runs under (say, valgrind), set by a script before start_transferd.
+transferd_prefix=()
+
 start_transferd() {  # [flag...]: with a fresh token and data directory; sets api, token, auth
   token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
   auth="Authorization: Bearer $token"
   local port
   port=$(free_port)
   # The database lives on /tmp (disk): a 201 means an fsync'ed store.
-  "$BINARY" --listen "127.0.0.1:$port" --data-dir "$work/data" --api-token "$token" \
+  "${transferd_prefix[@]}" "$BINARY" --listen "127.0.0.1:$port" --data-dir "$work/data" --api-token "$token" \
     --log-level "${TRANSFERD_LOG_LEVEL:-warning}" "$@" 2>"$work/transferd.log" &
   transferd_pid=$!
   api="http://127.0.0.1:$port"

@@ -18,6 +18,8 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
 public final class Database {
     let handle: OpaquePointer
     private var statements: [String: Statement] = [:]
+    /// `insertRows` statements by their head, then by row count: found without building their text.
+    var rowInserts: [String: [Statement?]] = [:]
 
     public init(path: String, readOnly: Bool = false) throws(DatabaseError) {
         var db: OpaquePointer?

@@ -33,6 +33,12 @@ public final class Statement {
             case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
             case .real(let v): rc = sqlite3_bind_double(handle, index, v)
             case .text(let v): rc = sqlite3_bind_text(handle, index, v, -1, transferd_sqlite_transient())
+            case .utf8(let v):
+                rc = v.withUnsafeBytes { bytes in
+                    guard let base = bytes.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, nil) }
+                    return sqlite3_bind_text(handle, index, base.assumingMemoryBound(to: CChar.self), Int32(bytes.count),
+                                             transferd_sqlite_transient())
+                }
             case .blob(let v):
                 rc = v.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), transferd_sqlite_transient()) }
             }
@@ -81,6 +87,8 @@ public enum SQLValue: Sendable {
     case integer(Int64)
     case real(Double)
     case text(String)
+    /// Text given as its UTF-8 bytes (a JSON document as encoded), bound without making a `String`.
+    case utf8([UInt8])
     case blob([UInt8])
 
     public static func int(_ v: Int) -> SQLValue { .integer(Int64(v)) }

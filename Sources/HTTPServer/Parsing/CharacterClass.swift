@@ -41,3 +41,37 @@ enum CharacterClass {
         }
     }
 }
+
+/// ASCII helpers over raw bytes, so that the parser can recognise field names and tokens without
+/// making a lowercased `String` of each (RFC 9110 §5.1: field names are case-insensitive).
+enum ASCII {
+    @inline(__always) static func lowercased(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5A ? c | 0x20 : c }
+
+    /// Whether `bytes[range]` equals `lowercase` (given in lowercase) ignoring ASCII case.
+    static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
+        guard range.count == lowercase.utf8CodeUnitCount else { return false }
+        let literal = lowercase.utf8Start
+        for i in 0..<range.count where lowercased(bytes[range.lowerBound + i]) != literal[i] { return false }
+        return true
+    }
+
+    /// `range` without the optional whitespace (SP, HTAB) at either end.
+    static func trimmed(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Range<Int> {
+        var start = range.lowerBound, end = range.upperBound
+        while start < end && CharacterClass.isWhitespace(bytes[start]) { start += 1 }
+        while end > start && CharacterClass.isWhitespace(bytes[end - 1]) { end -= 1 }
+        return start..<end
+    }
+
+    /// The members of a comma-separated list (RFC 9110 §5.6.1), each trimmed; empty ones included.
+    static func listMembers(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> [Range<Int>] {
+        var members: [Range<Int>] = []
+        var start = range.lowerBound
+        for i in range where bytes[i] == 0x2C {
+            members.append(trimmed(bytes, start..<i))
+            start = i + 1
+        }
+        members.append(trimmed(bytes, start..<range.upperBound))
+        return members
+    }
+}

@@ -5,6 +5,11 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     public init() {}
 
+    /// Room for `capacity` fields, so that adding them does not grow the storage step by step.
+    public init(capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
     public init(_ fields: [(String, String)]) {
         self.fields = fields.map { (name: $0.0, value: $0.1) }
     }
@@ -44,13 +49,16 @@ public struct HTTPHeaders: Sendable, Sequence {
 }
 
 extension String {
-    /// ASCII case-insensitive equality without allocating lowercased copies.
+    /// ASCII case-insensitive equality without allocating lowercased copies. Compares the UTF-8
+    /// storage directly: going through `zip` of the two UTF-8 views cost several times more.
     public func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        let a = utf8, b = other.utf8
-        guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where x != y {
-            guard x | 0x20 == y | 0x20, (x | 0x20) >= 0x61, (x | 0x20) <= 0x7A else { return false }
+        guard utf8.count == other.utf8.count else { return false }
+        var a = self, b = other
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                for i in 0..<x.count where ASCII.lowercased(x[i]) != ASCII.lowercased(y[i]) { return false }
+                return true
+            }
         }
-        return true
     }
 }

@@ -47,8 +47,14 @@ public struct PathParameters: Sendable {
 enum PercentDecoding {
     /// nil when an escape is malformed or the result is not UTF-8.
     static func decode<S: StringProtocol>(_ s: S, plusIsSpace: Bool = false) -> String? {
-        let utf8 = s.utf8
-        guard utf8.contains(0x25) || (plusIsSpace && utf8.contains(0x2B)) else { return String(s) }
+        decode(s.utf8, plusIsSpace: plusIsSpace)
+    }
+
+    /// `utf8` is text already (a path or query of a request), so without escapes it is used as it is.
+    static func decode<C: Collection<UInt8>>(_ utf8: C, plusIsSpace: Bool = false) -> String? {
+        guard utf8.contains(0x25) || (plusIsSpace && utf8.contains(0x2B)) else {
+            return String(decoding: utf8, as: UTF8.self)
+        }
         var out: [UInt8] = []
         out.reserveCapacity(utf8.count)
         var it = utf8.makeIterator()

@@ -25,6 +25,11 @@ public protocol RequestBodySink: AnyObject {
 
 /// Maps method and path to a route. Patterns are literal segments and `{name}` parameters;
 /// a literal segment wins over a parameter at the same place.
+///
+/// Matching works on the path's bytes: routes are grouped by their number of segments, literal
+/// segments compared byte for byte, and parameters made into strings only for the route chosen.
+/// Splitting the path into `Substring`s and decoding every candidate's parameters made routing
+/// the most expensive step of a small request.
 public final class Router: Sendable {
     /// A class, so matching passes one reference around instead of copying arrays and closures.
     public final class Route: Sendable {
@@ -43,10 +48,29 @@ public final class Router: Sendable {
             self.guardCheck = guardCheck
             self.index = index
         }
+
+        /// How many literal segments matched, or nil when the path is not this route's. A
+        /// parameter must be non-empty and correctly percent-encoded.
+        func literalsMatched(_ path: UnsafeRawBufferPointer, _ ranges: [Range<Int>]) -> Int? {
+            var literals = 0
+            for (segment, range) in zip(segments, ranges) {
+                switch segment {
+                case .literal(let text):
+                    guard text.count == range.count else { return nil }
+                    for i in 0..<text.count where text[i] != path[range.lowerBound + i] { return nil }
+                    literals += 1
+                case .parameter:
+                    guard !range.isEmpty else { return nil }
+                    if range.contains(where: { path[$0] == 0x25 }),
+                       PercentDecoding.decode(UnsafeRawBufferPointer(rebasing: path[range])) == nil { return nil }
+                }
+            }
+            return literals
+        }
     }
 
     enum Segment: Sendable, Equatable {
-        case literal(String)
+        case literal([UInt8])
         case parameter(String)
     }
 
@@ -57,12 +81,17 @@ public final class Router: Sendable {
     }
 
     private let routes: [Route]
+    /// `routes` by their number of segments, each list in the order the routes were added.
+    private let routesBySegmentCount: [[Route]]
     private let prefixGuards: [(prefix: String, check: RequestGuard)]
 
     public init(_ build: (inout RouteTable) -> Void) {
         var table = RouteTable()
         build(&table)
         routes = table.routes
+        var grouped = [[Route]](repeating: [], count: (routes.map(\.segments.count).max() ?? 0) + 1)
+        for route in routes { grouped[route.segments.count].append(route) }
+        routesBySegmentCount = grouped
         prefixGuards = table.prefixGuards
     }
 
@@ -75,39 +104,48 @@ public final class Router: Sendable {
     public var patterns: [String] { routes.map(\.pattern) }
 
     public func match(method: String, path: Substring) -> Match {
-        var segments: [Substring] = path.split(separator: "/", omittingEmptySubsequences: false)
-        if segments.first == "" { segments.removeFirst() }
-        var best: (Route, PathParameters, literals: Int)?
-        var allowed: [String] = []
-        for route in routes where route.segments.count == segments.count {
-            guard let (params, literals) = bind(route.segments, segments) else { continue }
-            let methodMatches = route.method == method || (method == "HEAD" && route.method == "GET")
-            if !methodMatches {
-                allowed.append(route.method)
-                continue
-            }
-            if best == nil || literals > best!.literals { best = (route, params, literals) }
+        if let match = path.utf8.withContiguousStorageIfAvailable({ match(method: method, path: UnsafeRawBufferPointer($0)) }) {
+            return match
         }
-        if let best { return .found(best.0, best.1) }
-        if allowed.isEmpty { return .notFound }
-        if allowed.contains("GET") { allowed.append("HEAD") }
-        return .methodNotAllowed(allowed: Array(Set(allowed)).sorted())
+        return Array(path.utf8).withUnsafeBytes { match(method: method, path: $0) }
     }
 
-    private func bind(_ pattern: [Segment], _ path: [Substring]) -> (PathParameters, Int)? {
-        var params = PathParameters()
-        var literals = 0
-        for (segment, value) in zip(pattern, path) {
-            switch segment {
-            case .literal(let text):
-                guard value == text else { return nil }
-                literals += 1
-            case .parameter(let name):
-                guard !value.isEmpty, let decoded = PercentDecoding.decode(value) else { return nil }
-                params.pairs.append((name, decoded))
-            }
+    private func match(method: String, path: UnsafeRawBufferPointer) -> Match {
+        let ranges = Router.segmentRanges(path)
+        guard ranges.count < routesBySegmentCount.count else { return .notFound }
+        let candidates = routesBySegmentCount[ranges.count]
+        var best: (route: Route, literals: Int)?
+        for route in candidates where route.method == method || (method == "HEAD" && route.method == "GET") {
+            guard let literals = route.literalsMatched(path, ranges) else { continue }
+            if best == nil || literals > best!.literals { best = (route, literals) }
         }
-        return (params, literals)
+        if let best {
+            var params = PathParameters()
+            for (segment, range) in zip(best.route.segments, ranges) {
+                guard case .parameter(let name) = segment else { continue }
+                // Checked while matching, so decoding succeeds.
+                params.pairs.append((name, PercentDecoding.decode(UnsafeRawBufferPointer(rebasing: path[range])) ?? ""))
+            }
+            return .found(best.route, params)
+        }
+        var allowed = Set(candidates.filter { $0.literalsMatched(path, ranges) != nil }.map(\.method))
+        if allowed.isEmpty { return .notFound }
+        if allowed.contains("GET") { allowed.insert("HEAD") }
+        return .methodNotAllowed(allowed: allowed.sorted())
+    }
+
+    /// The segments between slashes, without the empty one before a leading slash:
+    /// `/v1/sessions/` → `v1`, `sessions`, ``.
+    static func segmentRanges(_ path: UnsafeRawBufferPointer) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(8)
+        var start = 0
+        for i in 0..<path.count where path[i] == 0x2F {
+            if i > 0 { ranges.append(start..<i) }
+            start = i + 1
+        }
+        ranges.append(start..<path.count)
+        return ranges
     }
 }
 
@@ -126,7 +164,7 @@ public struct RouteTable {
     {
         let segments: [Router.Segment] = pattern.split(separator: "/").map { part in
             if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
-            return .literal(String(part))
+            return .literal(Array(part.utf8))
         }
         routes.append(Router.Route(method: method, pattern: pattern, segments: segments, action: action,
                                    guardCheck: guardCheck, index: routes.count))

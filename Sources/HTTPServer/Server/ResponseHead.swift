@@ -24,7 +24,7 @@ struct ResponseHead {
 
     func serialize(into out: inout [UInt8]) {
         out.append(contentsOf: versionMinor == 0 ? ResponseHead.http10 : ResponseHead.http11)
-        out.append(contentsOf: String(status).utf8)
+        out.appendDecimal(Int64(status))
         out.append(0x20)
         out.append(contentsOf: HTTPStatus.reason(status).utf8)
         out.append(contentsOf: ResponseHead.crlf)
@@ -37,7 +37,7 @@ struct ResponseHead {
             out.append(contentsOf: ResponseHead.chunkedLine)
         } else if let contentLength, !bodyless {
             out.append(contentsOf: ResponseHead.contentLengthName)
-            out.append(contentsOf: String(contentLength).utf8)
+            out.appendDecimal(Int64(contentLength))
             out.append(contentsOf: ResponseHead.crlf)
         }
         if !keepAlive {

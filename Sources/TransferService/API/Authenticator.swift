@@ -16,27 +16,38 @@ struct Authenticator: Sendable {
         guard let header = request.headers["authorization"] else {
             return Authenticator.challenge("missing bearer token", error: nil)
         }
-        // credentials = auth-scheme 1*SP token68 (RFC 9110 §11.4): one or more spaces.
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            return Authenticator.challenge("the Authorization header must use the Bearer scheme", error: "invalid_request")
+        // credentials = auth-scheme 1*SP token68 (RFC 9110 §11.4): one or more spaces. Read from
+        // the header's bytes: this runs on every request.
+        var value = header
+        let matched: Bool? = value.withUTF8 { bytes in
+            let scheme = bytes.firstIndex(of: 0x20) ?? bytes.count
+            // The scheme is case-insensitive (RFC 9110 §11.1); `| 0x20` lowercases the letters of "bearer".
+            guard scheme == 6, bytes.prefix(6).elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }) else { return nil }
+            let presented = UnsafeBufferPointer(rebasing: bytes[scheme...].drop { $0 == 0x20 })
+            guard !presented.isEmpty else { return nil }
+            // Compare with every token, always, so timing reveals neither which token nor how much
+            // of one matched.
+            var matched = false
+            for token in tokens { matched = Authenticator.constantTimeEquals(token, presented) || matched }
+            return matched
         }
-        let presented = Array(parts[1].drop(while: { $0 == " " }).utf8)
-        // Compare with every token, always, so timing reveals neither which token nor how much
-        // of one matched.
-        var matched = false
-        for token in tokens { matched = Authenticator.constantTimeEquals(token, presented) || matched }
-        return matched ? nil : Authenticator.challenge("invalid bearer token", error: "invalid_token")
+        switch matched {
+        case nil: return Authenticator.challenge("the Authorization header must use the Bearer scheme", error: "invalid_request")
+        case false?: return Authenticator.challenge("invalid bearer token", error: "invalid_token")
+        case true?: return nil
+        }
     }
 
     /// Equal-length inputs take the same time whatever their content; inputs of another length
     /// take time proportional to the expected token, not to the input.
-    static func constantTimeEquals(_ expected: [UInt8], _ presented: [UInt8]) -> Bool {
+    static func constantTimeEquals<P: RandomAccessCollection<UInt8>>(_ expected: [UInt8], _ presented: P) -> Bool {
         var difference = UInt8(truncatingIfNeeded: expected.count ^ presented.count)
         difference |= expected.count == presented.count ? 0 : 1
+        var p = presented.startIndex
         for i in 0..<expected.count {
-            let p = i < presented.count ? presented[i] : 0
-            difference |= expected[i] ^ p
+            let byte = p < presented.endIndex ? presented[p] : 0
+            if p < presented.endIndex { p = presented.index(after: p) }
+            difference |= expected[i] ^ byte
         }
         return difference == 0
     }

@@ -19,7 +19,7 @@ struct OperationsRoutes {
             json.key("status"); json.string(ready ? "ready" : (readiness.isStopping ? "stopping" : "not_ready"))
             json.key("checks"); json.beginObject()
             for result in results {
-                json.key(result.name); json.string(result.ok ? "ok" : "failing")
+                json.key(escaping: result.name); json.string(result.ok ? "ok" : "failing")
             }
             json.endObject()
             json.endObject()

@@ -117,7 +117,7 @@ struct SessionRoutes {
             for state in TaskState.allCases {
                 let n = session.counts[state] ?? 0
                 total += n
-                json.key(state.rawValue); json.int(n)
+                json.key(escaping: state.rawValue); json.int(n)
             }
             json.key("total"); json.int(total)
             json.endObject()

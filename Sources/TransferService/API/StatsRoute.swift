@@ -19,7 +19,7 @@ struct StatsRoute {
                     json.beginObject()
                     json.key("sessions"); json.int(coordinator.registry.all.count)
                     json.key("tasks"); json.beginObject()
-                    for state in TaskState.allCases { json.key(state.rawValue); json.int(counts[state] ?? 0) }
+                    for state in TaskState.allCases { json.key(escaping: state.rawValue); json.int(counts[state] ?? 0) }
                     json.endObject()
                     json.key("bytes_per_second"); json.beginObject()
                     json.key("down"); json.double(down.rounded())

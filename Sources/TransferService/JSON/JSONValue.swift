@@ -1,6 +1,9 @@
 /// A parsed JSON document (RFC 8259). Objects keep their members in order; a duplicate member
 /// name is refused, since which of two values a client meant cannot be known.
-public indirect enum JSONValue: Sendable, Equatable {
+///
+/// Not `indirect`: arrays and objects already keep their elements on the heap, and boxing every
+/// value as well cost an allocation and a release per number, string or nested object parsed.
+public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)

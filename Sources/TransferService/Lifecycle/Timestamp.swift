@@ -21,18 +21,42 @@ public struct Timestamp: Sendable, Comparable, Hashable {
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
 
-    /// `2026-11-22T06:08:24.123Z`
+    /// `2026-11-22T06:08:24.123Z`. Every task object carries a few of these, so the digits are
+    /// computed (days to a civil date, as in Howard Hinnant's `civil_from_days`) and written
+    /// straight into bytes: `gmtime_r` takes glibc's time-zone lock, and padding each field as a
+    /// string cost more than encoding the rest of a new task.
     public var rfc3339: String {
-        var t = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
-        let ms = Int(milliseconds - Int64(t) * 1000)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        func pad(_ v: Int32, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
+        let (days, msOfDay) = milliseconds.quotientAndRemainder(dividingBy: 86_400_000)
+        let day = msOfDay < 0 ? days - 1 : days, ms = msOfDay < 0 ? msOfDay + 86_400_000 : msOfDay
+        let (year, month, dayOfMonth) = Timestamp.civil(fromDays: day)
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        func digits(_ value: Int64, _ width: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                out.append(0x30 + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(ms), 3))Z"
+        if (0...9999).contains(year) { digits(year, 4) } else { out.append(contentsOf: String(year).utf8) }
+        out.append(0x2D); digits(month, 2); out.append(0x2D); digits(dayOfMonth, 2)
+        out.append(0x54); digits(ms / 3_600_000, 2); out.append(0x3A); digits(ms / 60_000 % 60, 2)
+        out.append(0x3A); digits(ms / 1000 % 60, 2); out.append(0x2E); digits(ms % 1000, 3); out.append(0x5A)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The proleptic Gregorian (year, month, day) of a day counted from 1970-01-01.
+    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     /// Parses RFC 3339 date-times: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.

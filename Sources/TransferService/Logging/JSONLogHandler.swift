@@ -38,7 +38,7 @@ public struct JSONLogHandler: LogHandler {
         }
         if let error = event.error { merged["error"] = .string(String(describing: error)) }
         for key in merged.keys.sorted() {
-            json.key(key)
+            json.key(escaping: key)
             JSONLogHandler.write(merged[key]!, into: &json)
         }
         json.endObject()
@@ -67,7 +67,7 @@ public struct JSONLogHandler: LogHandler {
         case .dictionary(let dict):
             json.beginObject()
             for key in dict.keys.sorted() {
-                json.key(key)
+                json.key(escaping: key)
                 write(dict[key]!, into: &json)
             }
             json.endObject()

@@ -129,7 +129,7 @@ extension TaskRecord {
         }
         json.beginObject()
         for name in order {
-            json.key(name)
+            json.key(escaping: name)
             json.string(values[name]!.joined(separator: ", "))
         }
         json.endObject()

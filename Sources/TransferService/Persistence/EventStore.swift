@@ -2,13 +2,13 @@ import Store
 
 /// SQL for the event journal and the webhook attempts.
 enum EventStore {
+    /// Several rows per statement, `OR FAIL`: see `TaskStore.insertTasks`.
     static func insert(_ events: [Event], _ db: Database) throws {
-        guard !events.isEmpty else { return }
-        let s = try db.statement("INSERT INTO events (session, seq, id, type, task, at, data) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        for e in events {
-            try s.bind(.text(e.session), .integer(e.seq), .text(e.id), .text(e.type.rawValue), .optionalText(e.task),
-                       .integer(e.at.milliseconds), .text(String(decoding: e.data, as: UTF8.self)))
-            try s.run()
+        try db.insertRows("INSERT OR FAIL INTO events (session, seq, id, type, task, at, data) VALUES",
+                          columns: 7, count: events.count) { i, values in
+            let e = events[i]
+            values += [.text(e.session), .integer(e.seq), .text(e.id), .text(e.type.rawValue), .optionalText(e.task),
+                       .integer(e.at.milliseconds), .utf8(e.data)]
         }
     }
 

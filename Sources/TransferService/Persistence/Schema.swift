@@ -102,5 +102,36 @@ enum Schema {
             PRIMARY KEY (session, domain, path, name)
         ) STRICT, WITHOUT ROWID;
         """),
+        Migration(30, """
+        -- `tasks` becomes a rowid table, its rows appended in the order they are created, and
+        -- (session, id) a unique index beside it. Keyed by (session, random id) WITHOUT ROWID, every
+        -- insert landed on a random page of the table, and a task document (over a kilobyte) is
+        -- larger than an index b-tree keeps in a page, so each row also took an overflow page of
+        -- its own: a batch rewrote pages all over the file, and bulk creation spent its time writing
+        -- them to the WAL. The secondary indexes now end in an increasing rowid instead of the
+        -- random id, so they are appended to as well. (A later migration that adds a column to
+        -- `tasks` comes after this one, or is copied here.)
+        CREATE TABLE tasks_by_row (
+            row INTEGER PRIMARY KEY,
+            session TEXT NOT NULL,
+            id TEXT NOT NULL,
+            sequence INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            state TEXT NOT NULL,
+            idempotency_key TEXT,
+            completed_at INTEGER,
+            doc TEXT NOT NULL
+        ) STRICT;
+        INSERT INTO tasks_by_row (session, id, sequence, kind, state, idempotency_key, completed_at, doc)
+            SELECT session, id, sequence, kind, state, idempotency_key, completed_at, doc FROM tasks ORDER BY session, sequence;
+        DROP TABLE tasks;
+        ALTER TABLE tasks_by_row RENAME TO tasks;
+        CREATE UNIQUE INDEX tasks_by_id ON tasks(session, id);
+        CREATE UNIQUE INDEX tasks_by_sequence ON tasks(session, sequence);
+        CREATE UNIQUE INDEX tasks_by_idempotency_key ON tasks(session, idempotency_key) WHERE idempotency_key IS NOT NULL;
+        CREATE INDEX tasks_unfinished ON tasks(state) WHERE state != 'completed';
+        CREATE INDEX tasks_by_state ON tasks(session, state);
+        CREATE INDEX tasks_completed_at ON tasks(completed_at) WHERE completed_at IS NOT NULL;
+        """),
     ]
 }

@@ -51,24 +51,24 @@ final class TaskStore: Sendable {
     /// Inserts new tasks; a duplicate id or idempotency key fails the whole operation (and with it
     /// its savepoint), so a batch is all-or-nothing.
     /// `documents[i]` is the stored form of `tasks[i]`, encoded by the caller (off the writer thread).
+    ///
+    /// `OR FAIL` rather than the default `ABORT`: ABORT makes SQLite keep a statement journal so it
+    /// can undo a statement's earlier rows, copying each page the statement touches; the savepoint
+    /// around the operation undoes a failed insert anyway.
     static func insertTasks(_ tasks: [TaskRecord], documents: [[UInt8]], _ db: Database) throws {
-        let insert = try db.statement("""
-            INSERT INTO tasks (session, id, sequence, kind, state, idempotency_key, completed_at, doc)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """)
-        for (task, doc) in zip(tasks, documents) {
-            try insert.bind(.text(task.session), .text(task.id), .integer(task.sequence), .text(task.kind.rawValue),
-                            .text(task.state.rawValue), .optionalText(task.idempotencyKey),
-                            .optionalInt(task.completedAt?.milliseconds), .text(String(decoding: doc, as: UTF8.self)))
-            try insert.run()
+        try db.insertRows("INSERT OR FAIL INTO tasks (session, id, sequence, kind, state, idempotency_key, completed_at, doc) VALUES",
+                          columns: 8, count: tasks.count) { i, values in
+            let task = tasks[i]
+            values += [.text(task.session), .text(task.id), .integer(task.sequence), .text(task.kind.rawValue),
+                       .text(task.state.rawValue), .optionalText(task.idempotencyKey),
+                       .optionalInt(task.completedAt?.milliseconds), .utf8(documents[i])]
         }
     }
 
     /// Stores a task's new state; `document` is its stored form when the caller encoded it already.
     static func updateTask(_ task: TaskRecord, document doc: [UInt8]? = nil, _ db: Database) throws {
-        let text = doc.map { String(decoding: $0, as: UTF8.self) } ?? document(task)
         try db.statement("UPDATE tasks SET state = ?, completed_at = ?, doc = ? WHERE session = ? AND id = ?")
-            .bind(.text(task.state.rawValue), .optionalInt(task.completedAt?.milliseconds), .text(text),
+            .bind(.text(task.state.rawValue), .optionalInt(task.completedAt?.milliseconds), .utf8(doc ?? document(task)),
                   .text(task.session), .text(task.id))
             .run()
     }
@@ -89,9 +89,8 @@ final class TaskStore: Sendable {
     /// which suspend and resume decide (one may have been decided since the record was taken),
     /// and never over a completed row.
     static func updateTaskKeepingState(_ task: TaskRecord, document doc: [UInt8]? = nil, _ db: Database) throws {
-        let text = doc.map { String(decoding: $0, as: UTF8.self) } ?? document(task)
         try db.statement("UPDATE tasks SET doc = json_set(?, '$.state', state) WHERE session = ? AND id = ? AND state != 'completed'")
-            .bind(.text(text), .text(task.session), .text(task.id))
+            .bind(.utf8(doc ?? document(task)), .text(task.session), .text(task.id))
             .run()
     }
 
@@ -242,10 +241,10 @@ final class TaskStore: Sendable {
 
     // MARK: documents
 
-    static func document(_ task: TaskRecord) -> String {
+    static func document(_ task: TaskRecord) -> [UInt8] {
         var json = JSONWriter(capacity: 1024)
         task.encode(into: &json, storage: true)
-        return String(decoding: json.bytes, as: UTF8.self)
+        return json.bytes
     }
 
     static func decode(_ text: String?) -> TaskRecord? {

@@ -77,7 +77,11 @@ extension TaskCoordinator {
             var ids: [String] = []
             var seen = Set<String>()
             for (i, request) in requests.enumerated() {
-                let id = request.id ?? TaskCoordinator.newTaskID()
+                // A generated id is random (`RandomID`): only a client's own choice can collide.
+                guard let id = request.id else {
+                    ids.append(TaskCoordinator.newTaskID())
+                    continue
+                }
                 if session.tasks[id] != nil || session.reservedIDs.contains(id) || !seen.insert(id).inserted {
                     let field = requests.count > 1 ? "tasks[\(i)].id" : "id"
                     return .refused(APIError(409, "task_exists", "a task with id \(id) already exists in this session", field: field))
@@ -130,10 +134,10 @@ extension TaskCoordinator {
         let documents = zip(records, replies).map { $0.storageDocument(api: $1) }
         persist(session, events: records.map { EventDraft.summary($0, .taskCreated) }, { db in
             for blob in spooled { try BlobStore.insert(blob, db) }
-            try db.execute("SAVEPOINT inserts")
+            try db.statement("SAVEPOINT inserts").run()
             do {
                 try TaskStore.insertTasks(records, documents: documents, db)
-                try db.execute("RELEASE inserts")
+                try db.statement("RELEASE inserts").run()
             } catch let error as DatabaseError where error.isConstraintViolation {
                 // Only now, on the rare collision, look for what it collided with (a task not in
                 // memory: completed and dropped from it, or from before a restart) — after undoing

@@ -94,13 +94,14 @@ struct TaskCreationRequest: Sendable {
                                    beginAt: beginAt, description: description, start: start, resumeToken: resumeToken)
     }
 
-    /// Only absolute http and https URLs (PRODUCT.md "Security"), as curl parses them.
-    static func validateURL(_ url: String, field: String) throws(APIError) {
+    /// Only absolute http and https URLs (PRODUCT.md "Security"), as curl parses them. `field` is
+    /// built only for a complaint.
+    static func validateURL(_ url: String, field: @autoclosure () -> String) throws(APIError) {
         guard let parts = URLParts(url), !parts.host.isEmpty || !parts.isHTTP else {
-            throw APIError.invalid(field, "is not a valid absolute URL", code: "bad_url")
+            throw APIError.invalid(field(), "is not a valid absolute URL", code: "bad_url")
         }
         guard parts.isHTTP else {
-            throw APIError.invalid(field, "scheme \(parts.scheme) is not supported; only http and https", code: "unsupported_url")
+            throw APIError.invalid(field(), "scheme \(parts.scheme) is not supported; only http and https", code: "unsupported_url")
         }
     }
 
