@@ -17,6 +17,9 @@ final class SessionState: @unchecked Sendable {
     /// When it became invalidated (at start, for one invalidated before): the retention period
     /// counts from here.
     var invalidatedAt: Timestamp?
+    /// The invalidation is being stored with its `session.invalidated` event; `lifecycle` says
+    /// `invalidated` once both are committed, so a client that sees the state finds the event.
+    var invalidationStoring = false
     private(set) var tasks: [String: TaskEntry] = [:]
     /// Idempotency key → task id, for the tasks in memory.
     private var idempotencyIndex: [String: String] = [:]

@@ -129,14 +129,20 @@ extension TaskCoordinator {
     /// identifier is used again or its events are all acknowledged.
     func checkInvalidation(_ session: SessionState) {
         let row: StoredSession? = session.locked {
-            guard session.lifecycle == .invalidating, session.unfinishedCount == 0, session.reservedIDs.isEmpty else { return nil }
-            session.lifecycle = .invalidated
-            session.invalidatedAt = Timestamp.now()
-            return storedRow(session)
+            guard session.lifecycle == .invalidating, !session.invalidationStoring, session.unfinishedCount == 0,
+                  session.reservedIDs.isEmpty else { return nil }
+            session.invalidationStoring = true
+            var row = storedRow(session)
+            row.lifecycle = SessionLifecycle.invalidated.rawValue
+            return row
         }
         guard let row else { return }
         engine.removeSession(session.identifier)
         persist(session, events: [EventDraft(.sessionInvalidated, task: nil)], { try TaskStore.insertSession(row, $0) }) { [self] _ in
+            session.locked {
+                session.lifecycle = .invalidated
+                session.invalidatedAt = Timestamp.now()
+            }
             logger.info("session invalidated", metadata: ["session": .string(session.identifier)])
             removeIfSettled(session)
         }
