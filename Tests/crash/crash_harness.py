@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 import requests  # noqa: E402
 
 from support.api import session_path, task_path, tasks_path  # noqa: E402
-from support.journal import read_events  # noqa: E402
+from support.events import all_events  # noqa: E402
 from support.origin import Origin  # noqa: E402
 from support.receiver import WebhookReceiver  # noqa: E402
 from support.transferd import Transferd  # noqa: E402
@@ -336,7 +336,7 @@ class Harness:
                 self.report.finding(f"upload {sid}/{tid} answered {task['response']['status']}")
 
     def check_journal(self, sid: str, tasks: dict[str, dict], deadline: float) -> None:
-        events = read_events(self.td, sid)
+        events = all_events(self.td, sid)
         seqs = [e["seq"] for e in events]
         if seqs != list(range(1, len(seqs) + 1)):
             gaps = sorted(set(range(1, max(seqs, default=0) + 1)) - set(seqs))

@@ -17,7 +17,7 @@ import pytest
 
 from support.api import (assert_success, assert_task_error, create_batch, create_session, create_task, data, download,
                          fetch_sha256, get_task, run_task, task_path, wait_for, wait_progress, wait_task)
-from support.journal import of_type, read_events
+from support.events import all_events, of_type, wait_events
 from support.origin import Origin
 
 MiB = 1 << 20
@@ -25,10 +25,13 @@ MiB = 1 << 20
 
 def restart_mid_download(td, origin, mode: str, seed: str, how: str) -> tuple[str, dict]:
     """A slow 4 MiB download in a new session of `mode`, stopped (SIGTERM or SIGKILL) once 512 KiB
-    arrived, and transferd started again. Returns the session and the task."""
+    arrived and its response head (with the validator a resume needs) is stored — the journal
+    shows `task.response_received` once it is committed — and transferd started again. Returns the
+    session and the task."""
     sid = create_session(td, mode=mode)
     task = create_task(td, sid, download(origin.url(f"/bytes/{4 * MiB}?seed={seed}&rate={2 * MiB}")))
     wait_progress(td, sid, task["id"], 512 * 1024)
+    wait_events(td, sid, lambda events: of_type(events, "task.response_received", task["id"]))
     td.kill9() if how == "kill9" else td.stop(signal=signal.SIGTERM)
     td.restart()
     return sid, task
@@ -45,7 +48,7 @@ def test_background_download_continues_from_its_offset(transferd, origin, how):
     assert second.headers["Range"] == f"bytes={offset}-" and second.status == 206
     assert offset >= 512 * 1024, "the partial file was not continued"
     assert second.headers["If-Range"] == Origin.validators(size, "off")[0]
-    resumed = of_type(read_events(transferd, sid), "task.resumed_at_offset", task["id"])
+    resumed = of_type(all_events(transferd, sid), "task.resumed_at_offset", task["id"])
     assert [e["data"]["offset"] for e in resumed] == [offset]
 
 
@@ -90,7 +93,7 @@ def test_default_running_download_is_interrupted_with_resume_data(transferd, ori
     done = assert_task_error(wait_task(transferd, sid, task["id"]), "interrupted")
     token = done["error"]["resume_data"]
     assert token, done["error"]
-    events = read_events(transferd, sid)
+    events = all_events(transferd, sid)
     completed = of_type(events, "task.completed", task["id"])
     assert len(completed) == 1 and completed[0]["data"]["error"]["code"] == "interrupted"
     assert completed[0]["data"]["error"]["resume_data"] == token
@@ -191,7 +194,7 @@ def test_retention_sweeps_completed_tasks_files_bodies_and_events(start_transfer
     files = td.data_dir / "sessions" / sid / "files"
     bodies = td.data_dir / "sessions" / sid / "bodies"
     assert (files / dl["id"]).exists() and (bodies / body["id"]).exists()
-    last_seq = read_events(td, sid)[-1]["seq"]
+    last_seq = all_events(td, sid)[-1]["seq"]
 
     wait_for(lambda: td.get(task_path(sid, dl["id"])).status_code == 404
              and td.get(task_path(sid, body["id"])).status_code == 404, timeout=20,
@@ -199,13 +202,13 @@ def test_retention_sweeps_completed_tasks_files_bodies_and_events(start_transfer
     wait_for(lambda: not (files / dl["id"]).exists() and not (bodies / body["id"]).exists(), timeout=10,
              message="their file and body to be removed")
     # Events go too, but for the newest: the numbering continues from it, never reusing a seq.
-    remaining = wait_for(lambda: (events := read_events(td, sid)) and len(events) == 1 and events, timeout=20,
+    remaining = wait_for(lambda: (events := all_events(td, sid)) and len(events) == 1 and events, timeout=20,
                          message="old events to be swept")
     assert remaining[0]["seq"] == last_seq
     # What is not completed stays; the session is untouched.
     assert get_task(td, sid, waiting["id"])["state"] == "suspended"
     td.restart(args=["--retention", "1h"])
     later = assert_success(run_task(td, sid, download(origin.url("/bytes/10"))))
-    seqs = [e["seq"] for e in read_events(td, sid)]
+    seqs = [e["seq"] for e in all_events(td, sid)]
     assert seqs[0] == last_seq and seqs == sorted(set(seqs)) and len(seqs) > 1, seqs
-    assert all(e["seq"] > last_seq for e in read_events(td, sid) if e["task"] == later["id"])
+    assert all(e["seq"] > last_seq for e in all_events(td, sid) if e["task"] == later["id"])

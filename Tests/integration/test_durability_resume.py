@@ -14,7 +14,7 @@ import pytest
 from support.api import (action, assert_problem, assert_success, assert_task_error, create_session,
                          create_task, download, fetch_sha256, post_task, run_task, task_path, wait_for,
                          wait_progress, wait_task)
-from support.journal import of_type, read_events
+from support.events import all_events, of_type
 from support.origin import Origin
 
 MiB = 1 << 20
@@ -63,7 +63,7 @@ def test_resume_data_continues_with_only_the_remainder(transferd, origin):
     assert second.headers["If-Range"] == etag
     assert second.status == 206
     assert second.bytes_sent == size - offset, "more than the remainder was fetched"
-    events = read_events(transferd, sid)
+    events = all_events(transferd, sid)
     assert [e["data"]["offset"] for e in of_type(events, "task.resumed_at_offset", resumed["id"])] == [offset]
     # The partial file was taken over: nothing is left beside the finished file.
     assert sorted(p.name for p in (transferd.data_dir / "sessions" / sid / "files").iterdir()) == [resumed["id"]]
@@ -94,7 +94,7 @@ def test_changed_etag_restarts_the_file_from_zero(transferd, origin):
     last = origin.requests[-1]
     assert last.headers["If-Range"] == Origin.validators(size, "ce")[0]
     assert (last.status, last.bytes_sent) == (200, size)
-    assert of_type(read_events(transferd, sid), "task.resumed_at_offset", resumed["id"]) == []
+    assert of_type(all_events(transferd, sid), "task.resumed_at_offset", resumed["id"]) == []
 
 
 def test_origin_ignoring_range_restarts_the_file_from_zero(transferd, origin):

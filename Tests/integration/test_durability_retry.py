@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from support.api import (assert_success, assert_task_error, create_session, create_task, download, get_task,
                          run_task, wait_for, wait_task)
-from support.journal import of_type, read_events
+from support.events import all_events, of_type
 from support.origin import Origin
 from support.transferd import free_port
 
@@ -62,7 +62,7 @@ def test_reset_mid_body_is_resumed_on_retry_from_its_offset(transferd, origin):
     assert [r.headers.get("Range") for r in origin.requests] == [None, f"bytes={MiB}-", f"bytes={2 * MiB}-"]
     assert [r.status for r in origin.requests] == [200, 206, 206]
     assert origin.bytes_served("/bytes/") == size, "bytes were fetched twice"
-    offsets = [e["data"]["offset"] for e in of_type(read_events(transferd, sid), "task.resumed_at_offset", done["id"])]
+    offsets = [e["data"]["offset"] for e in of_type(all_events(transferd, sid), "task.resumed_at_offset", done["id"])]
     assert offsets == [MiB, 2 * MiB]
 
 

@@ -1,5 +1,5 @@
 """Helpers for the event journal and the delegate (PRODUCT.md "Events and the delegate"), shared by
-test_events.py and test_webhooks.py.
+the tests that check what transferd reported (events, webhooks, durability, the crash harness).
 
     sid = create_delegated_session(td, receiver, mode="background")
     task = create_task(td, sid, download(origin.url("/bytes/100")))
@@ -68,6 +68,11 @@ def wait_events(td: Transferd, sid: str, predicate: Callable[[list[dict]], T], t
         after = events[-1]["seq"] if events else 0
         events += read_events(td, sid, after=after, wait=max(0.1, min(5.0, left)))["events"]
     return events
+
+
+def of_type(events: Iterable[dict], kind: str, task: str | None = None) -> list[dict]:
+    """The events of one type (and of one task, when given)."""
+    return [e for e in events if e["type"] == kind and (task is None or e["task"] == task)]
 
 
 def types_of(events: Iterable[dict], task: str | None = None) -> list[str]:
