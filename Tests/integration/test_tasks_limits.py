@@ -135,7 +135,8 @@ def test_begin_at_delays_the_start(transferd, origin):
 
 def test_scheduled_tasks_can_be_cancelled_or_suspended(transferd, origin):
     sid = create_session(transferd)
-    begin = datetime.now(timezone.utc) + timedelta(seconds=1.5)
+    # Far enough ahead that the four calls below come before it even on a loaded machine.
+    begin = datetime.now(timezone.utc) + timedelta(seconds=4)
     cancelled = create_task(transferd, sid, download(origin.url("/bytes/10?seed=cancelled"), begin_at=rfc3339(begin)))
     paused = create_task(transferd, sid, download(origin.url("/bytes/10?seed=paused"), begin_at=rfc3339(begin)))
     done = action(transferd, sid, cancelled["id"], "cancel")
@@ -145,9 +146,9 @@ def test_scheduled_tasks_can_be_cancelled_or_suspended(transferd, origin):
     assert action(transferd, sid, paused["id"], "suspend")["state"] == "suspended"
     assert action(transferd, sid, paused["id"], "resume")["state"] == "running"
     # Resumed before its begin_at, the task still waits for it.
-    wait_for(lambda: get_task(transferd, sid, paused["id"])["phase"] == "scheduled", timeout=1,
+    wait_for(lambda: get_task(transferd, sid, paused["id"])["phase"] == "scheduled", timeout=2,
              message="phase scheduled after resume")
-    assert_success(wait_task(transferd, sid, paused["id"], timeout=10))
+    assert_success(wait_task(transferd, sid, paused["id"], timeout=15))
     assert [r.query["seed"] for r in origin.requests] == ["paused"]
     first_request = datetime.fromtimestamp(origin.requests[0].wall_time, timezone.utc)
     assert first_request >= begin - timedelta(milliseconds=50), (first_request, begin)
@@ -158,7 +159,7 @@ def test_begin_at_in_the_past_starts_at_once(transferd, origin):
     past = rfc3339(datetime.now(timezone.utc) - timedelta(hours=1))
     started = time.monotonic()
     assert_success(run_task(transferd, sid, download(origin.url("/bytes/10"), begin_at=past)))
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # not held back: an hour-old begin_at is no wait at all
 
 
 def test_begin_at_with_a_zone_offset(transferd, origin):
