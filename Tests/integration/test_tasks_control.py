@@ -212,11 +212,11 @@ def test_wait_returns_when_the_task_completes(transferd, origin):
     elapsed = time.monotonic() - started
     assert response.status_code == 200
     assert response.json()["state"] == "completed", response.json()
-    assert elapsed < 3, f"wait took {elapsed:.2f}s for a task that takes about 0.5s"
+    assert elapsed < 4, f"wait took {elapsed:.2f}s for a task that takes about 0.5s"
     # A completed task answers at once.
     started = time.monotonic()
     assert transferd.get(task_path(sid, task["id"]) + "?wait=5").json()["state"] == "completed"
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 2.5  # well before the 5 s wait
 
 
 def test_wait_returns_the_running_task_after_the_wait(transferd, origin):
@@ -227,7 +227,7 @@ def test_wait_returns_the_running_task_after_the_wait(transferd, origin):
     elapsed = time.monotonic() - started
     assert response.status_code == 200
     assert response.json()["state"] == "running", response.json()
-    assert 1.8 <= elapsed < 4, elapsed
+    assert 1.8 <= elapsed < 5, elapsed
 
 
 def test_wait_on_a_suspended_task_returns_after_the_wait(transferd, origin):

@@ -178,12 +178,12 @@ def test_idle_timeout_on_stalled_origin(transferd, origin, stall_after):
     sid = create_session(transferd, configuration={"timeout_request_s": 1, "retry": {"max_attempts": 1}})
     started = time.monotonic()
     task = create_task(transferd, sid, download(origin.url(f"/bytes/1000000?stall_after={stall_after}")))
-    task = wait_task(transferd, sid, task["id"], timeout=3.5)
+    task = wait_task(transferd, sid, task["id"], timeout=6)
     elapsed = time.monotonic() - started
     assert_task_error(task, "timed_out")
     assert task["result"] is None
     assert task["progress"]["bytes_received"] == stall_after
-    assert 0.9 <= elapsed < 3.5, elapsed
+    assert 0.9 <= elapsed < 6, elapsed  # not before the idle timeout; not long after it
 
 
 def test_idle_timeout_on_slow_headers(transferd, origin):
