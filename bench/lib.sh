@@ -86,6 +86,12 @@ start_transferd() {  # [flag...]: with a fresh token and data directory; sets ap
   wait_for "$api/readyz"
 }
 
+stop_transferd() {  # SIGTERM, and wait for the exit
+  [ -n "$transferd_pid" ] || return 0
+  kill -TERM "$transferd_pid" 2>/dev/null && wait "$transferd_pid" 2>/dev/null || true
+  transferd_pid=""
+}
+
 transferd_alive() {
   if ! kill -0 "$transferd_pid" 2>/dev/null; then
     log "transferd (pid $transferd_pid) is gone; the end of its log:"
@@ -102,14 +108,19 @@ transferd_summary() {  # one line: peak memory and how many warnings transferd l
   return 0
 }
 
+# Connections per nginx worker; a script that holds more open sets it before start_nginx. Each
+# connection may also hold the file it serves, hence twice as many descriptors.
+nginx_connections=4096
+
 start_nginx() {  # server-block body [http-block lines]: nginx on a free port ($nport)
   nport=$(free_port)
   cat >"$work/nginx.conf" <<EOF
 worker_processes auto;
+worker_rlimit_nofile $(( nginx_connections * 2 + 64 ));
 daemon off;
 pid $work/nginx.pid;
 error_log $work/nginx-error.log warn;
-events { worker_connections 4096; }
+events { worker_connections $nginx_connections; }
 http {
     access_log off;
     sendfile on;
