@@ -10,7 +10,8 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 FROM ${SWIFT_IMAGE} AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # The Swift image has libcurl4-openssl-dev and libsqlite3-dev already (install-deps.sh checks and
-# skips them) but no make. Versions are not pinned: they follow Debian 12's security updates.
+# skips them, and installs libssl-dev if the image lacks it) but no make. Versions are not pinned:
+# they follow Debian 12's security updates.
 # hadolint ignore=DL3008
 RUN apt-get update -q \
     && apt-get install -y -q --no-install-recommends make \

@@ -18,6 +18,7 @@ let package = Package(
         // C libraries, with typed shims for their variadic calls (Swift cannot call C varargs).
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
 
         // epoll threads with timers and cross-thread wake-ups; shared by the HTTP server and the
         // curl engine so neither depends on the other.
@@ -35,10 +36,7 @@ let package = Package(
         .target(name: "Store", dependencies: ["CSQLite", "Reactor"]),
 
         // libcurl multi loops, admission per session and host, the transfer of bytes.
-        .target(name: "TransferEngine", dependencies: [
-            "CCurl", "CLinux", "Reactor",
-            .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "COpenSSL", "Reactor"]),
 
         // The service core: configuration, API routes, JSON models, problem documents, lifecycle.
         .target(name: "TransferService", dependencies: [

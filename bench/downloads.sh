@@ -13,7 +13,9 @@
 # (transferd: every task `completed`). Each measurement is repeated BENCH_RUNS times after one
 # warm-up run, the tools taking turns; the table shows medians, ratios and the bars.
 # Every run is checked: all outputs have the right size, transferd's tasks report the source's
-# sha256, and a sample of transferd's files is hashed on disk.
+# sha256, and a sample of transferd's files is hashed on disk. transferd's CPU time (user + system,
+# from /proc) over each timed section is shown per run, by thread name, and its median in the table:
+# unlike rates, it barely moves with the load of a shared machine.
 #
 # Note: transferd fsyncs each download before reporting it complete (its durability promise);
 # curl and aria2c do not. On disk that cost is in transferd's time; BENCH_OUT=/dev/shm shows the
@@ -169,17 +171,23 @@ run_file_workload() {
           t=$(timed "${ARIA2[@]}" -j "$parallel" -d "$out/aria2c" -i "$aria2i") ;;
         transferd)
           t=$("${DRIVE[@]}" download --api "$api" --token "$token" --session "bench.$name.r$r" \
-                --config "$config" --list "$list" --dest "$out/transferd" --sample "$sample" --seed "$r")
+                --config "$config" --list "$list" --dest "$out/transferd" --sample "$sample" --seed "$r" \
+                --cpu-pid "$transferd_pid" --cpu-out "$work/cpu")
           transferd_alive ;;
       esac
       check_outputs "$out/$tool" "$count" "$size"
       local value
       value=$(rate "$amount" "$t")
+      local cpu=""
+      if [ "$tool" = transferd ]; then  # its CPU time over the run, and the threads that used most of it
+        cpu="  cpu $(awk 'NR == 1 { printf "%s s:", $2 } NR > 1 && NR <= 5 { printf " %s %s", $1, $2 }' "$work/cpu")"
+      fi
       if [ "$r" = 0 ]; then
-        log "  warm-up   $tool: ${t}s"
+        log "  warm-up   $tool: ${t}s$cpu"
       else
-        log "  run $r     $tool: ${t}s  ($value)"
+        log "  run $r     $tool: ${t}s  ($value)$cpu"
         record "$name" "$tool" "$r" "$value"
+        if [ "$tool" = transferd ]; then record "cpu-$name" transferd "$r" "$(awk 'NR == 1 { print $2 }' "$work/cpu")"; fi
       fi
       rm -rf "${out:?}/$tool"
     done

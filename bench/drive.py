@@ -10,7 +10,8 @@ Subcommands (every one prints its measurement on stdout, diagnostics on stderr, 
   download     create a session, submit the tasks of a list (one POST for a single task, one
                `tasks:batch` otherwise), wait until all are completed, print the elapsed seconds;
                then verify every task (state, status, size, sha256, location) and sha256 a sample
-               of the files on disk against the source.
+               of the files on disk against the source. With --cpu-pid, also transferd's CPU time
+               over the timed section, per thread name.
   upload       create a session and one upload task (PUT, from a blob or a file), wait until it is
                completed, print the elapsed seconds; then verify status and bytes sent.
   submit-batch create suspended tasks through `tasks:batch` from several connections; print
@@ -24,6 +25,7 @@ import argparse
 import hashlib
 import http.client
 import json
+import os
 import random
 import statistics
 import sys
@@ -131,6 +133,40 @@ def sha256_file(path):
     return h.hexdigest()
 
 
+def thread_cpu(pid):
+    """CPU ticks (user + system) of a process and of each of its threads: {"total": t, tid: (name, t)}."""
+    def ticks(path):
+        with open(path) as f:
+            text = f.read()
+        name, fields = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+        return name, int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of proc(5))
+    out = {"total": ticks(f"/proc/{pid}/stat")[1]}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out[tid] = ticks(f"/proc/{pid}/task/{tid}/stat")
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # the thread ended meanwhile
+    return out
+
+
+def write_cpu(path, before, after):
+    """Writes what the process and its threads (grouped by name) used between two `thread_cpu`s,
+    in seconds: one `name seconds` line each, `total` first (threads that ended meanwhile count
+    only there)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    groups = {}
+    for tid, value in after.items():
+        if tid == "total":
+            continue
+        name, t = value
+        used = t - before.get(tid, (name, 0))[1]
+        groups[name] = groups.get(name, 0) + used
+    with open(path, "w") as f:
+        f.write(f"total {(after['total'] - before['total']) / hz:.3f}\n")
+        for name, used in sorted(groups.items(), key=lambda kv: -kv[1]):
+            f.write(f"{name.replace(' ', '_')} {used / hz:.3f}\n")
+
+
 def cmd_download(args):
     items = read_list(args.list)
     api = API(args.api, args.token)
@@ -143,11 +179,14 @@ def cmd_download(args):
     else:
         path, body = f"/v1/sessions/{args.session}/tasks:batch", json.dumps({"tasks": specs}).encode()
 
+    cpu_before = thread_cpu(args.cpu_pid) if args.cpu_pid else None
     start = time.perf_counter()
     reply = api.json("POST", path, body, expect=(201,))
     created = [reply] if len(specs) == 1 else reply["tasks"]
     wait_all(api, args.session, len(specs), created[-1]["id"], time.monotonic() + args.timeout)
     elapsed = time.perf_counter() - start
+    if cpu_before:
+        write_cpu(args.cpu_out, cpu_before, thread_cpu(args.cpu_pid))
 
     # Verification, outside the timed section: a fast but wrong result must not pass.
     expected = {f"{args.dest}/{it['name']}": it for it in items}
@@ -299,6 +338,14 @@ WORKLOADS = {
 }
 
 
+# workload -> (label, (units per run, unit)) for the CPU lines of the report
+CPU_UNITS = {
+    "single": ("1 GiB, one download", (1, "GiB")),
+    "parallel": ("16 x 64 MiB, 16 at once", (1, "GiB")),
+    "small": ("2,000 x 16 KiB, batch", (2000, "file")),
+}
+
+
 def cmd_report(args):
     runs = {}
     with open(args.results) as f:
@@ -314,6 +361,8 @@ def cmd_report(args):
 
     print("Per-run values (higher is better):")
     for workload, tools in runs.items():
+        if workload.startswith("cpu-"):
+            continue  # in the CPU lines below
         for tool, values in tools.items():
             print(f"  {workload:9} {tool:10} " + "  ".join(f"{v:,.0f}" for v in values))
     print()
@@ -333,6 +382,14 @@ def cmd_report(args):
         print(f"{label:26} {unit:8} {fmt(t):>10} {fmt(med.get('curl')):>10} {fmt(med.get('aria2c')):>10} "
               f"{fmt(med.get('nginx')):>10} {ratio(t, med.get('curl')):>7} {ratio(t, med.get('aria2c')):>8} "
               f"{ratio(t, med.get('nginx')):>7}  {bar:24} {verdict}")
+    cpu = [(label, runs[f"cpu-{workload}"]["transferd"], per) for workload, (label, per) in CPU_UNITS.items()
+           if f"cpu-{workload}" in runs]
+    if cpu:
+        print()
+        print("transferd CPU time (user + system, all threads) over the timed section, median of the runs:")
+        for label, values, (count, unit) in cpu:
+            m = statistics.median(values)
+            print(f"  {label:26} {m:7.3f} s   {m * 1000 / count:8.3f} ms per {unit}")
 
 
 def main():
@@ -350,6 +407,8 @@ def main():
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--timeout", type=float, default=600)
     d.add_argument("--ids-out", help="write the created task ids here")
+    d.add_argument("--cpu-pid", type=int, help="transferd's pid: measure its CPU time over the timed section")
+    d.add_argument("--cpu-out", help="write that CPU time here, per thread name (with --cpu-pid)")
     d.set_defaults(func=cmd_download)
 
     u = sub.add_parser("upload")

@@ -1,4 +1,5 @@
-// Linux interfaces that Swift's Glibc module does not expose: epoll, eventfd, timerfd, sendfile.
+// Linux interfaces that Swift's Glibc module does not expose: epoll, eventfd, timerfd, sendfile,
+// openat2, sync_file_range, thread names.
 #ifndef TRANSFERD_CLINUX_SHIM_H
 #define TRANSFERD_CLINUX_SHIM_H
 #include <sys/epoll.h>
@@ -8,9 +9,18 @@
 #include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <pthread.h>
 
-// accept4 is declared only under _GNU_SOURCE, which Swift's Glibc module is not built with.
+// Declared only under _GNU_SOURCE, which Swift's Glibc module is not built with.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+extern int pthread_setname_np(pthread_t thread, const char *name);
+extern int sync_file_range(int fd, __off64_t offset, __off64_t nbytes, unsigned int flags);
+
+// sync_file_range(2) with SYNC_FILE_RANGE_WRITE (a _GNU_SOURCE constant): starts writeback of the
+// dirty pages in the range without waiting for it, so a later fsync finds little left to write.
+static inline int transferd_start_writeback(int fd, long long offset, long long length) {
+    return sync_file_range(fd, offset, length, 2 /* SYNC_FILE_RANGE_WRITE */);
+}
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -122,6 +122,7 @@ public final class EventLoop: @unchecked Sendable {
 
     private func run() {
         threadID.store(UInt64(pthread_self()), ordering: .relaxed)
+        nameCurrentThread(name)
         let capacity = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }

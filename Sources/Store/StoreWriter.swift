@@ -34,6 +34,7 @@ public final class StoreWriter: @unchecked Sendable {
         let box = Unmanaged.passRetained(self)
         pthread_create(&thread, nil, { arg in
             let writer = Unmanaged<StoreWriter>.fromOpaque(arg!).takeRetainedValue()
+            nameCurrentThread("store-writer")
             writer.run()
             return nil
         }, box.toOpaque())

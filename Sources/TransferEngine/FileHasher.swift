@@ -1,4 +1,3 @@
-import Crypto
 import Dispatch
 import Glibc
 import Reactor
@@ -12,7 +11,7 @@ import Reactor
 public final class FileHasher: @unchecked Sendable {
     private let fd: Int32
     /// Owned by whichever pool thread runs `work` (one at a time, by `scheduled`).
-    private var sha = SHA256()
+    private let sha = SHA256Stream()
     private var hashed: Int64 = 0
     private let control = Locked(Control())
     /// Loop thread only: where the last scheduling happened, to schedule once per `step`.
@@ -77,7 +76,11 @@ public final class FileHasher: @unchecked Sendable {
     }
 
     private func work() {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        // Pieces of 1 MiB, or what there is for a small file: a buffer of the size a 16 KiB file
+        // needs is cheap, a 1 MiB one per small file showed in profiles (malloc_consolidate).
+        let pending = control.withLock { $0.available } - hashed
+        let size = Int(min(1 << 20, max(64 << 10, pending)))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 64)
         defer { buffer.deallocate() }
         while true {
             let (available, cancelled) = control.withLock { ($0.available, $0.cancelled) }
@@ -85,7 +88,7 @@ public final class FileHasher: @unchecked Sendable {
                 let want = Int(min(Int64(buffer.count), available - hashed))
                 let n = pread(fd, buffer.baseAddress, want, off_t(hashed))
                 if n > 0 {
-                    sha.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    sha.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                     hashed += Int64(n)
                     continue
                 }
@@ -102,7 +105,7 @@ public final class FileHasher: @unchecked Sendable {
                 if let size = c.finalSize, hashed >= size, let done = c.done {
                     c.done = nil
                     c.scheduled = false
-                    return (done, sha.finalize().map { FileHasher.hex($0) }.joined(), true)
+                    return (done, sha.finalizeHex(), true)
                 }
                 c.scheduled = false
                 return (nil, nil, true)
@@ -111,10 +114,5 @@ public final class FileHasher: @unchecked Sendable {
             step.done?(step.digest)
             return
         }
-    }
-
-    static func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
     }
 }

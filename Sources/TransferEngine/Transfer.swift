@@ -1,4 +1,5 @@
 import CCurl
+import CLinux
 import Glibc
 import Reactor
 import Synchronization
@@ -33,6 +34,8 @@ final class Transfer: @unchecked Sendable {
     // Output.
     private var outputFD: Int32 = -1
     private var writeOffset: Int64 = 0
+    /// Where the writes not yet handed to writeback begin (`startWriteback`).
+    private var writebackOffset: Int64 = 0
     private var memoryBody: [UInt8] = []
     private var received: Int64 = 0
     /// Hashes the output file a step behind the writes (`spec.hashOutput`).
@@ -72,6 +75,7 @@ final class Transfer: @unchecked Sendable {
         case .file(let fd, let offset):
             outputFD = fd
             writeOffset = offset
+            writebackOffset = offset
             handle.setReceived(offset)
         case .memory, .discard:
             break
@@ -109,6 +113,7 @@ final class Transfer: @unchecked Sendable {
             writeOffset += Int64(data.count)
             handle.setReceived(writeOffset)
             hasher?.advance(to: writeOffset)
+            if writeOffset - writebackOffset >= Transfer.writebackStep { startWriteback() }
         case .memory:
             memoryBody.append(contentsOf: data)
             handle.setReceived(Int64(memoryBody.count))
@@ -118,6 +123,22 @@ final class Transfer: @unchecked Sendable {
         received += Int64(data.count)
         counters.received.add(Int64(data.count), ordering: .relaxed)
         return data.count
+    }
+
+    /// A completed download is fsynced before it is renamed into place. Left to the kernel, a
+    /// large file's pages stay dirty until then (writeback starts at 10% of memory dirty), and
+    /// that fsync writes it all while the task waits: 0.55 s for 1 GiB on this machine's disk.
+    /// Starting writeback every `writebackStep` (sync_file_range(2) SYNC_FILE_RANGE_WRITE: it
+    /// queues the pages for writing and does not wait for them) lets the disk write while the
+    /// transfer goes on, and the fsync finds almost nothing left (0.02 s). It runs here, on the
+    /// loop: its cost (block allocation, I/O submission: ~4 ms per 32 MiB) would otherwise fall
+    /// on the hasher, which bounds a large download; like a write under dirty-page throttling,
+    /// it can wait when the device's queue is full.
+    static let writebackStep: Int64 = 32 << 20
+
+    private func startWriteback() {
+        _ = transferd_start_writeback(outputFD, writebackOffset, writeOffset - writebackOffset)
+        writebackOffset = writeOffset
     }
 
     /// CURLOPT_READFUNCTION: the next piece of a streamed request body, file parts read straight
@@ -233,6 +254,7 @@ final class Transfer: @unchecked Sendable {
             return false
         }
         writeOffset = 0
+        writebackOffset = 0
         restartedFromZero = true
         handle.setReceived(0)
         if head.status == 416 {
