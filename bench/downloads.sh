@@ -26,7 +26,7 @@
 #   BENCH_RUNS [3]            measured repetitions per workload (median reported)
 #   BENCH_OUT [/tmp]          parent of the output directories, e.g. /dev/shm for tmpfs
 #   BENCH_ONLY [all]          comma list of single,parallel,small,submit,get
-#   TRANSFERD_BIN [.build/release/transferd]
+#   TRANSFERD_BINARY [.build/release/transferd]
 #   BENCH_DATA [/tmp/transferd-bench-data]  generated source files, kept between runs
 #   BENCH_SMALL_PARALLEL [64] parallelism of the 2,000-file workload, for all three tools
 #   BENCH_SUBMIT_DURATION [5s], BENCH_BATCH_SIZE [5000], BENCH_BATCH_TOTAL [100000],
@@ -40,7 +40,6 @@ cd "$(dirname "$0")/.."
 RUNS=${BENCH_RUNS:-3}
 OUT_PARENT=${BENCH_OUT:-/tmp}
 ONLY=${BENCH_ONLY:-single,parallel,small,submit,get}
-BINARY=${TRANSFERD_BIN:-${TRANSFERD_BINARY:-.build/release/transferd}}
 DATA=${BENCH_DATA:-/tmp/transferd-bench-data}
 SMALL_PARALLEL=${BENCH_SMALL_PARALLEL:-64}
 SUBMIT_DURATION=${BENCH_SUBMIT_DURATION:-5s}

@@ -15,7 +15,6 @@ THREADS=${THREADS:-2}
 CONNECTIONS=${CONNECTIONS:-64}
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
-BINARY=${TRANSFERD_BINARY:-.build/release/transferd}
 
 install_tools nginx wrk curl
 ensure_binary

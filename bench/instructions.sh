@@ -24,7 +24,6 @@ GETS=${GETS:-2000}
 POSTS=${POSTS:-500}
 BATCHES=${BATCHES:-4}
 BATCH=${BATCH:-1000}
-BINARY=${TRANSFERD_BINARY:-.build/release/transferd}
 DRIVE=(python3 "$PWD/bench/drive.py")
 
 install_tools valgrind binutils curl

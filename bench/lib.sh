@@ -1,12 +1,15 @@
 # Shared by the bench/ scripts (sourced, not run): tools from Debian, scratch space and cleanup,
 # a transferd and an nginx on loopback ports, and timing. All traffic stays on 127.0.0.1.
 #
-# A script sets BINARY, calls `bench_setup NAME` (scratch directory in $work, cleanup on exit),
+# The transferd measured is $BINARY: TRANSFERD_BINARY (or TRANSFERD_BIN), by default the release
+# build. A script calls `bench_setup NAME` (scratch directory in $work, cleanup on exit),
 # then starts what it needs with `start_transferd [flags...]` ($api, $token, $auth) and
 # `start_nginx SERVER_BLOCK_BODY [HTTP_BLOCK_LINES]` ($nport; the body is nginx config inside
 # `server { }`, the optional lines go in `http { }`).
 
 log() { echo "$*" >&2; }
+
+BINARY=${TRANSFERD_BINARY:-${TRANSFERD_BIN:-.build/release/transferd}}
 
 # Installs the Debian packages given whose commands are missing (nginx may live in /usr/sbin).
 install_tools() {  # package...

@@ -21,7 +21,7 @@
 # Usage: bench/memory.sh
 # Environment: BENCH_TRANSFERS [10000], BENCH_SESSIONS [4], BENCH_RATE [1k] (nginx limit_rate),
 #   BENCH_HOLD [10] (seconds), BENCH_RAMP_MAX [120] (seconds to get all running),
-#   BENCH_STORED [100000], BENCH_ONLY [idle,running,stored], TRANSFERD_BIN [.build/release/transferd]
+#   BENCH_STORED [100000], BENCH_ONLY [idle,running,stored], TRANSFERD_BINARY [.build/release/transferd]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -33,7 +33,6 @@ HOLD=${BENCH_HOLD:-10}
 RAMP_MAX=${BENCH_RAMP_MAX:-120}
 STORED=${BENCH_STORED:-100000}
 ONLY=${BENCH_ONLY:-idle,running,stored}
-BINARY=${TRANSFERD_BIN:-${TRANSFERD_BINARY:-.build/release/transferd}}
 IDLE_BAR_MIB=30
 RUNNING_BAR_MIB=1024
 PER_HOST=1000  # the most max_connections_per_host allows

@@ -14,7 +14,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 
-BINARY=${TRANSFERD_BINARY:-.build/release/transferd}
 ensure_binary
 scripts/install-deps.sh test >&2
 

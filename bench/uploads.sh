@@ -16,7 +16,7 @@
 #   BENCH_RUNS [3]       measured repetitions (median reported), after one warm-up
 #   BENCH_SINK [/dev/shm] where nginx stores the uploads
 #   BENCH_DATA [/tmp/transferd-bench-data] the 1 GiB source, kept between runs (shared with downloads.sh)
-#   TRANSFERD_BIN [.build/release/transferd]
+#   TRANSFERD_BINARY [.build/release/transferd]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -24,7 +24,6 @@ cd "$(dirname "$0")/.."
 RUNS=${BENCH_RUNS:-3}
 SINK_PARENT=${BENCH_SINK:-/dev/shm}
 DATA=${BENCH_DATA:-/tmp/transferd-bench-data}
-BINARY=${TRANSFERD_BIN:-${TRANSFERD_BINARY:-.build/release/transferd}}
 DRIVE=(python3 "$PWD/bench/drive.py")
 GIB=1073741824
 

@@ -19,7 +19,7 @@
 #
 # Usage: bench/webhooks.sh
 # Environment: BENCH_COUNT [1000], BENCH_RATE [100], BENCH_SIZE [16384] (bytes per download),
-#   BENCH_ONLY [paced,burst], TRANSFERD_BIN [.build/release/transferd]
+#   BENCH_ONLY [paced,burst], TRANSFERD_BINARY [.build/release/transferd]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -28,7 +28,6 @@ COUNT=${BENCH_COUNT:-1000}
 RATE=${BENCH_RATE:-100}
 SIZE=${BENCH_SIZE:-16384}
 ONLY=${BENCH_ONLY:-paced,burst}
-BINARY=${TRANSFERD_BIN:-${TRANSFERD_BINARY:-.build/release/transferd}}
 BAR_MS=50
 
 install_tools nginx curl
