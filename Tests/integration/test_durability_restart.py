@@ -201,14 +201,35 @@ def test_retention_sweeps_completed_tasks_files_bodies_and_events(start_transfer
              message="the completed tasks to be swept")
     wait_for(lambda: not (files / dl["id"]).exists() and not (bodies / body["id"]).exists(), timeout=10,
              message="their file and body to be removed")
-    # Events go too, but for the newest: the numbering continues from it, never reusing a seq.
-    remaining = wait_for(lambda: (events := all_events(td, sid)) and len(events) == 1 and events, timeout=20,
-                         message="old events to be swept")
-    assert remaining[0]["seq"] == last_seq
+    wait_for_events_swept_but_the_newest(td, sid, last_seq)
     # What is not completed stays; the session is untouched.
     assert get_task(td, sid, waiting["id"])["state"] == "suspended"
     td.restart(args=["--retention", "1h"])
     later = assert_success(run_task(td, sid, download(origin.url("/bytes/10"))))
+    assert_numbering_continues(td, sid, last_seq, later["id"])
+
+
+def wait_for_events_swept_but_the_newest(td, sid: str, last_seq: int) -> None:
+    """Events past the retention period go, but for the newest: the numbering continues from it."""
+    remaining = wait_for(lambda: (events := all_events(td, sid)) and len(events) == 1 and events, timeout=20,
+                         message="old events to be swept")
+    assert remaining[0]["seq"] == last_seq
+
+
+def assert_numbering_continues(td, sid: str, last_seq: int, later_task: str) -> None:
+    """A task after the sweep gets new seqs after the kept one, never one reused."""
     seqs = [e["seq"] for e in all_events(td, sid)]
     assert seqs[0] == last_seq and seqs == sorted(set(seqs)) and len(seqs) > 1, seqs
-    assert all(e["seq"] > last_seq for e in all_events(td, sid) if e["task"] == later["id"])
+    assert all(e["seq"] > last_seq for e in all_events(td, sid) if e["task"] == later_task)
+
+
+def test_retention_sweeps_the_events_of_an_ephemeral_session(start_transferd, api_token, origin):
+    """Memory-only events no client acknowledges are swept like stored ones, newest kept."""
+    td = start_transferd("--retention", "2s", "--sweep-interval", "0.5s", api_token=api_token)
+    sid = create_session(td, mode="ephemeral")
+    assert_success(run_task(td, sid, data(origin.url("/bytes/10"))))
+    events = all_events(td, sid)
+    assert len(events) > 1
+    wait_for_events_swept_but_the_newest(td, sid, events[-1]["seq"])
+    later = assert_success(run_task(td, sid, data(origin.url("/bytes/10"))))
+    assert_numbering_continues(td, sid, events[-1]["seq"], later["id"])

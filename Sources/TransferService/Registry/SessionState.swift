@@ -60,6 +60,14 @@ final class SessionState: @unchecked Sendable {
         memoryJournal.removeFirst(memoryIndex(after: through))
     }
 
+    /// Drops from an ephemeral session's journal the events older than `cutoff` (the retention
+    /// period) but the newest, as `EventStore.deleteOlder` does for a durable one's: events no
+    /// client acknowledged would otherwise be kept as long as the process runs (lock held).
+    func dropMemoryEvents(before cutoff: Timestamp) {
+        let old = memoryJournal.prefix { $0.at < cutoff }.count
+        memoryJournal.removeFirst(min(old, max(0, memoryJournal.count - 1)))
+    }
+
     /// An ephemeral session's events after `seq`, at most `limit` (lock held).
     func memoryEvents(after seq: Int64, limit: Int) -> [Event] {
         let start = memoryIndex(after: seq)

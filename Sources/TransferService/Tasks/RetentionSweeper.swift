@@ -49,6 +49,9 @@ final class RetentionSweeper: Sendable {
         if let store = coordinator.store {
             store.writer.submit({ try EventStore.deleteOlder(than: cutoff, limit: 10_000, $0) }) { _ in }
         }
+        for session in coordinator.registry.all where !session.mode.isDurable {
+            session.locked { session.dropMemoryEvents(before: cutoff) }
+        }
         for session in coordinator.registry.all where session.locked({ session.invalidatedAt.map { $0 < cutoff } ?? false }) {
             coordinator.remove(session) {}
         }
