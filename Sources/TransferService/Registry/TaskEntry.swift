@@ -7,8 +7,9 @@ final class TaskEntry: @unchecked Sendable {
     var record: TaskRecord {
         didSet { encoded = nil }
     }
-    /// The API encoding of `record`, kept while nothing changes it and no transfer moves its
-    /// progress: a completed task is encoded once however often it is read.
+    /// The API encoding of a completed `record`: a completed task is encoded once however often
+    /// it is read. An unfinished one is encoded per read: most are never read while they wait,
+    /// and hundreds of thousands of them may wait, each encoding as large as its record.
     private var encoded: [UInt8]?
     var transfer: TransferHandle?
     var output: TaskOutput?
@@ -62,19 +63,20 @@ final class TaskEntry: @unchecked Sendable {
     /// Replaces the record, with its encoding when the caller has it.
     func setRecord(_ record: TaskRecord, encoded: [UInt8]?) {
         self.record = record
-        if transfer == nil { self.encoded = encoded }
+        if keepsEncoding { self.encoded = encoded }
     }
 
-    init(record: TaskRecord, encoded: [UInt8]? = nil) {
+    init(record: TaskRecord) {
         self.record = record
-        self.encoded = encoded
     }
+
+    private var keepsEncoding: Bool { transfer == nil && record.isCompleted }
 
     /// The task object as the API returns it (lock held).
     var json: [UInt8] {
-        if transfer == nil, let encoded { return encoded }
+        if let encoded { return encoded }
         let bytes = snapshot.jsonBytes()
-        if transfer == nil { encoded = bytes }
+        if keepsEncoding { encoded = bytes }
         return bytes
     }
 

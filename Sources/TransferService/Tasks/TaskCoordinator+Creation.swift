@@ -161,8 +161,8 @@ extension TaskCoordinator {
             switch result {
             case .success:
                 let entries = session.locked { () -> [TaskEntry] in
-                    zip(records, replies).map { record, reply in
-                        let entry = TaskEntry(record: record, encoded: reply)
+                    records.map { record in
+                        let entry = TaskEntry(record: record)
                         session.addTask(entry)
                         session.count(from: nil, to: record.state)
                         return entry

@@ -118,7 +118,7 @@ final class TaskCoordinator: @unchecked Sendable {
     /// phase). The latter never changes `state`, which suspend and resume decide: one of those
     /// may have been decided since the record was taken, and be committed before or after it.
     /// The task is encoded once, here (not on the writer thread), for its row, its cached reply
-    /// and any event that carries it (`api` is passed to `events`).
+    /// (when completed) and any event that carries it (`api` is passed to `events`).
     func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
                 events: ([UInt8]) -> [EventDraft] = { _ in [] },
                 also: ((Database) throws -> Void)? = nil, then: (@Sendable () -> Void)? = nil)
