@@ -33,12 +33,13 @@ RUN ldd .build/release/transferd | tee /tmp/ldd.txt \
     && cp .build/release/transferd /runtime/usr/local/bin/transferd
 
 FROM ${RUNTIME_IMAGE}
-# libcurl4 and libsqlite3-0 are what the binary links besides the Swift runtime; ca-certificates
-# gives libcurl its CA bundle (/etc/ssl/certs/ca-certificates.crt); curl (a few hundred KiB on top
-# of libcurl4) runs the HEALTHCHECK below.
+# libcurl4, libsqlite3-0 and libssl3 (libcrypto, for SHA-256; libcurl4 needs it too) are what the
+# binary links besides the Swift runtime; ca-certificates gives libcurl its CA bundle
+# (/etc/ssl/certs/ca-certificates.crt); curl (a few hundred KiB on top of libcurl4) runs the
+# HEALTHCHECK below.
 # hadolint ignore=DL3008
 RUN apt-get update -q \
-    && apt-get install -y -q --no-install-recommends libcurl4 libsqlite3-0 ca-certificates curl \
+    && apt-get install -y -q --no-install-recommends libcurl4 libsqlite3-0 libssl3 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --uid 10001 --user-group --home-dir /nonexistent --no-create-home \
        --shell /usr/sbin/nologin transferd \
