@@ -8,11 +8,11 @@ let package = Package(
         .executable(name: "transferd", targets: ["transferd"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // Pinned exactly, so a fresh clone and the image build the same versions.
+        .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
     ],
     targets: [
         // C libraries, with typed shims for their variadic calls (Swift cannot call C varargs).
@@ -25,6 +25,9 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         .target(name: "Reactor", dependencies: ["CLinux"]),
 
+        // SHA-256 and HMAC-SHA256 by libcrypto: the process's one crypto library.
+        .target(name: "Digests", dependencies: ["COpenSSL"]),
+
         // HTTP/1.1 server on POSIX sockets. Knows nothing of transfers.
         .target(name: "HTTPServer", dependencies: [
             "Reactor", "CLinux",
@@ -36,12 +39,11 @@ let package = Package(
         .target(name: "Store", dependencies: ["CSQLite", "Reactor"]),
 
         // libcurl multi loops, admission per session and host, the transfer of bytes.
-        .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "COpenSSL", "Reactor"]),
+        .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "Digests", "Reactor"]),
 
         // The service core: configuration, API routes, JSON models, problem documents, lifecycle.
         .target(name: "TransferService", dependencies: [
-            "HTTPServer", "Reactor", "CLinux", "Store", "TransferEngine",
-            .product(name: "Crypto", package: "swift-crypto"),
+            "HTTPServer", "Reactor", "CLinux", "Digests", "Store", "TransferEngine",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -55,11 +57,11 @@ let package = Package(
         ]),
 
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
+        .testTarget(name: "DigestsTests", dependencies: ["Digests"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Reactor"]),
         .testTarget(name: "TransferEngineTests", dependencies: [
-            "TransferEngine", "HTTPServer", "Reactor",
-            .product(name: "Crypto", package: "swift-crypto"),
+            "TransferEngine", "HTTPServer", "Reactor", "Digests",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TransferServiceTests", dependencies: ["TransferService"]),

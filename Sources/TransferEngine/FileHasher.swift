@@ -1,3 +1,4 @@
+import Digests
 import Dispatch
 import Glibc
 import Reactor

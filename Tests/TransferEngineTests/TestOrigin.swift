@@ -1,4 +1,4 @@
-import Crypto
+import Digests
 import Glibc
 import HTTPServer
 import Logging
@@ -76,32 +76,26 @@ final class TestOrigin: @unchecked Sendable {
     }
 
     static func sha256(_ bytes: [UInt8]) -> String {
-        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        SHA256Hex.of(bytes)
     }
 }
 
-extension String {
-    init(format: String, _ byte: UInt8) {
-        let digits = Array("0123456789abcdef")
-        self = String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
-    }
-}
 
 /// Receives an upload and answers with its method, size and sha256.
 final class UploadSink: RequestBodySink {
     let method: String
-    var hasher = SHA256()
+    let hasher = SHA256Stream()
     var size = 0
 
     init(method: String) { self.method = method }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPProblem) {
-        hasher.update(bufferPointer: bytes)
+        hasher.update(bytes)
         size += bytes.count
     }
 
     func finish(_ responder: Responder) {
-        let sha = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        let sha = hasher.finalizeHex()
         responder.respond(.text("\(method) \(size) \(sha)"))
     }
 

@@ -1,3 +1,4 @@
+import Digests
 import HTTPServer
 
 /// `/v1/sessions/{identifier}/tasks…`: create (one or a batch), list, read (with `?wait=`),

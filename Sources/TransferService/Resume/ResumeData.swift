@@ -1,4 +1,4 @@
-import Crypto
+import Digests
 import Glibc
 import HTTPServer
 
@@ -64,7 +64,7 @@ struct ResumeData: Sendable, Equatable {
     }
 
     private static func sign(payload: [UInt8], key: [UInt8]) -> String {
-        SHA256Hex.hex(HMAC<SHA256>.authenticationCode(for: payload, using: SymmetricKey(data: key)))
+        SHA256Stream.hex(HMACSHA256.code(for: payload, key: key))
     }
 }
 

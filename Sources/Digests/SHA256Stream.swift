@@ -1,7 +1,7 @@
 import COpenSSL
 
-/// SHA-256 over bytes fed in pieces, by OpenSSL's libcrypto (see COpenSSL/shim.h for why not
-/// swift-crypto's). Used by one thread at a time.
+/// SHA-256 over bytes fed in pieces, by OpenSSL's libcrypto (see COpenSSL/shim.h for why
+/// libcrypto). Used by one thread at a time.
 public final class SHA256Stream: @unchecked Sendable {
     private let context: OpaquePointer
     /// Fetched once: `EVP_sha256()` would look the implementation up again at every init.
