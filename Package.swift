@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// transferd: background transfers as a service. Module split per docs/ARCHITECTURE.md.
+// transferd: background transfers as a service. docs/ARCHITECTURE.md draws the modules.
 import PackageDescription
 
 let package = Package(
@@ -28,9 +28,12 @@ let package = Package(
         // SHA-256 and HMAC-SHA256 by libcrypto: the process's one crypto library.
         .target(name: "Digests", dependencies: ["COpenSSL"]),
 
+        // JSON: a strict parser (duplicate keys, depth, UTF-8) and an allocation-lean writer.
+        .target(name: "JSON"),
+
         // HTTP/1.1 server on POSIX sockets. Knows nothing of transfers.
         .target(name: "HTTPServer", dependencies: [
-            "Reactor", "CLinux",
+            "Reactor", "CLinux", "JSON",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
         ]),
@@ -41,9 +44,28 @@ let package = Package(
         // libcurl multi loops, admission per session and host, the transfer of bytes.
         .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "Digests", "Reactor"]),
 
-        // The service core: configuration, API routes, JSON models, problem documents, lifecycle.
+        // Sessions, tasks, events, configuration and resume data as values, with their encoding
+        // and the validation of client input. Knows no HTTP status, socket, store or thread.
+        .target(name: "TransferModel", dependencies: ["Digests", "JSON", "Reactor", "TransferEngine"]),
+
+        // The task core: sessions and tasks in memory, their lifecycles driven to the store and
+        // the engine, events and webhook delivery, files on disk.
+        .target(name: "TransferCore", dependencies: [
+            "CLinux", "Digests", "JSON", "Reactor", "Store", "TransferEngine", "TransferModel",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // The REST API: routes, authentication, request reading, problem documents. The only
+        // module that knows HTTP status codes.
+        .target(name: "TransferAPI", dependencies: [
+            "Digests", "HTTPServer", "JSON", "Reactor", "TransferCore", "TransferEngine", "TransferModel",
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
+
+        // The service as a whole: configuration, start-up and shutdown, logging and metrics.
         .target(name: "TransferService", dependencies: [
-            "HTTPServer", "Reactor", "CLinux", "Digests", "Store", "TransferEngine",
+            "CLinux", "HTTPServer", "JSON", "Reactor", "Store", "TransferAPI", "TransferCore", "TransferEngine",
+            "TransferModel",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -64,7 +86,9 @@ let package = Package(
             "TransferEngine", "HTTPServer", "Reactor", "Digests",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "TransferServiceTests", dependencies: ["TransferService"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "TransferAPITests", dependencies: ["TransferAPI"]),
+        .testTarget(name: "TransferCoreTests", dependencies: ["JSON", "Store", "TransferCore", "TransferModel"]),
     ],
     swiftLanguageModes: [.v6]
 )

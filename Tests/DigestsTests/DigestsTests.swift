@@ -26,4 +26,12 @@ struct DigestsTests {
                                     key: [UInt8](repeating: 0xaa, count: 131))
         #expect(SHA256Stream.hex(case6) == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
     }
+
+    @Test func constantTimeComparison() {
+        #expect(ConstantTime.equals(Array("secret".utf8), Array("secret".utf8)))
+        #expect(!ConstantTime.equals(Array("secret".utf8), Array("secreT".utf8)))
+        #expect(!ConstantTime.equals(Array("secret".utf8), Array("secret1".utf8)))
+        #expect(!ConstantTime.equals(Array("secret".utf8), Array("".utf8)))
+        #expect(!ConstantTime.equals(Array("secret".utf8), Array("secre".utf8)))
+    }
 }

@@ -132,17 +132,28 @@ def test_v1_operations_require_the_bearer_token_and_operational_ones_do_not(spec
             assert not needs_token, f"{method.upper()} {path} should not need a token"
 
 
+def refusal_statuses(text: str) -> dict[str, int]:
+    """The HTTP status of each `Refusal.Reason`, read from the one table in the API that maps them
+    (`case .invalid: 422`)."""
+    return {reason: int(status) for reason, status in re.findall(r'case \.(\w+): (\d{3})', text)}
+
+
 def source_problems() -> set[tuple[int, str]]:
     """Every (status, code) a problem in the sources is made with: `HTTPProblem(status, "code"…`,
-    `APIError(status, "code"…`, `APIError.invalid(…)` (422 `validation_failed`, or its `code:`),
-    `APIError.notFound` (404 `not_found`) and `HTTPProblem.bad` (400 `bad_request`)."""
+    `Refusal(.reason, "code"…` (its status from the API's table), `Refusal.invalid(…)` (422
+    `validation_failed`, or its `code:`), `Refusal.notFound` (404 `not_found`) and `HTTPProblem.bad`
+    (400 `bad_request`)."""
     text = "\n".join(path.read_text() for path in SOURCES.rglob("*.swift"))
+    statuses = refusal_statuses(text)
     found = {(int(status), code) for status, code in
-             re.findall(r'(?:HTTPProblem|APIError)\(\s*(\d{3})\s*,\s*"([a-z0-9_]+)"', text)}
-    for call in re.findall(r'APIError\.invalid\((.*)', text):
+             re.findall(r'HTTPProblem\(\s*(\d{3})\s*,\s*"([a-z0-9_]+)"', text)}
+    for reason, code in re.findall(r'Refusal\(\s*\.(\w+)\s*,\s*"([a-z0-9_]+)"', text):
+        assert reason in statuses, f"Refusal.Reason.{reason} has no HTTP status in the API"
+        found.add((statuses[reason], code))
+    for call in re.findall(r'Refusal\.invalid\((.*)', text):
         named = re.search(r'code:\s*"([a-z0-9_]+)"', call)
         found.add((422, named.group(1) if named else "validation_failed"))
-    if "APIError.notFound(" in text or "static func notFound" in text:
+    if "Refusal.notFound(" in text or "static func notFound" in text:
         found.add((404, "not_found"))
     if "HTTPProblem.bad(" in text or "static func bad(" in text:
         found.add((400, "bad_request"))

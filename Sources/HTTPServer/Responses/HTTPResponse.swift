@@ -1,4 +1,5 @@
 import Glibc
+import JSON
 
 /// A response a handler hands to its `Responder`. `Date`, `Content-Length` or
 /// `Transfer-Encoding`, and `Connection` are added by the server.

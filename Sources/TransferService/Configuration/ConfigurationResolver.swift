@@ -1,6 +1,7 @@
+import Reactor
 import Glibc
 import HTTPServer
-import Reactor
+import TransferEngine
 
 /// A setting as given on the command line; nil when the flag was absent.
 public struct RawSettings: Sendable {
@@ -203,15 +204,6 @@ public enum ConfigurationResolver {
             throw ConfigurationError("invalid \(setting.name) '\(setting.value)': expected a positive duration such as 10s or 500ms")
         }
         return value
-    }
-}
-
-extension StringProtocol {
-    func trimmingCharacters() -> String {
-        var s = Substring(self)
-        while let f = s.first, f.isWhitespace { s = s.dropFirst() }
-        while let l = s.last, l.isWhitespace { s = s.dropLast() }
-        return String(s)
     }
 }
 

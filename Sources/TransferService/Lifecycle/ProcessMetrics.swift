@@ -1,5 +1,6 @@
 import Glibc
 import Prometheus
+import TransferModel
 
 /// Process gauges sampled when `/metrics` is scraped: resident memory, open descriptors, start time.
 final class ProcessMetrics: Sendable {

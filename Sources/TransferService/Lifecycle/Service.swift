@@ -3,12 +3,15 @@ import Glibc
 import HTTPServer
 import Logging
 import Prometheus
+import TransferAPI
+import TransferCore
 import TransferEngine
+import TransferModel
 
 /// transferd as one object: builds the routes and the HTTP server from a configuration, runs until
 /// SIGTERM or SIGINT, then shuts down gracefully.
 public final class Service: Sendable {
-    public static let version = "0.1.0"
+    public static let version = TransferdVersion.current
 
     private let configuration: ServiceConfiguration
     private let logger: Logger

@@ -1,7 +1,8 @@
 import Glibc
-import HTTPServer
+import JSON
 import Logging
 import Reactor
+import TransferModel
 
 /// Writes one JSON object per line to standard error: `ts`, `level`, `logger`, `msg`, then the
 /// metadata as fields. Lines are written whole with one `write(2)` so concurrent threads never

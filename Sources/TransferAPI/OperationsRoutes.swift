@@ -1,0 +1,42 @@
+import HTTPServer
+import JSON
+import Prometheus
+
+/// `/healthz`, `/readyz` and `/metrics`: for probes and scrapers, never behind a token.
+package struct OperationsRoutes {
+    let readiness: Readiness
+    let metrics: PrometheusCollectorRegistry
+    let collectProcessMetrics: @Sendable () -> Void
+
+    package init(readiness: Readiness, metrics: PrometheusCollectorRegistry, collectProcessMetrics: @escaping @Sendable () -> Void) {
+        self.readiness = readiness
+        self.metrics = metrics
+        self.collectProcessMetrics = collectProcessMetrics
+    }
+
+    package func register(in table: inout RouteTable) {
+        table.add("GET", "/healthz") { _, responder in
+            responder.respond(.json(Array(#"{"status":"ok"}"#.utf8)))
+        }
+        table.add("GET", "/readyz") { [readiness] _, responder in
+            let results = readiness.evaluate()
+            let ready = !readiness.isStopping && results.allSatisfy(\.ok)
+            var json = JSONWriter()
+            json.beginObject()
+            json.key("status"); json.string(ready ? "ready" : (readiness.isStopping ? "stopping" : "not_ready"))
+            json.key("checks"); json.beginObject()
+            for result in results {
+                json.key(escaping: result.name); json.string(result.ok ? "ok" : "failing")
+            }
+            json.endObject()
+            json.endObject()
+            responder.respond(.json(json.bytes, status: ready ? 200 : 503))
+        }
+        table.add("GET", "/metrics") { [metrics, collectProcessMetrics] _, responder in
+            collectProcessMetrics()
+            var text: [UInt8] = []
+            metrics.emit(into: &text)
+            responder.respond(HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]), body: .bytes(text)))
+        }
+    }
+}

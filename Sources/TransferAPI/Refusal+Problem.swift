@@ -1,0 +1,36 @@
+import HTTPServer
+import JSON
+import TransferModel
+
+/// Where a refusal becomes HTTP: its status, and the problem document (RFC 9457) that carries it.
+extension Refusal {
+    var status: Int {
+        switch reason {
+        case .malformed: 400
+        case .forbidden: 403
+        case .notFound: 404
+        case .conflict: 409
+        case .gone: 410
+        case .unsupportedMediaType: 415
+        case .rangeNotSatisfiable: 416
+        case .invalid: 422
+        case .internalError: 500
+        case .unavailable: 503
+        case .insufficientStorage: 507
+        }
+    }
+
+    var response: HTTPResponse {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("type"); json.string("urn:transferd:problem:\(code)")
+        json.key("title"); json.string(HTTPStatus.reason(status))
+        json.key("status"); json.int(status)
+        json.key("detail"); json.string(detail)
+        json.key("code"); json.string(code)
+        if let field { json.key("field"); json.string(field) }
+        json.endObject()
+        return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/problem+json")]),
+                            body: .bytes(json.bytes))
+    }
+}

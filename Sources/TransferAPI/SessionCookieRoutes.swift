@@ -1,0 +1,63 @@
+import HTTPServer
+import JSON
+import TransferCore
+import TransferEngine
+import TransferModel
+
+/// `GET /v1/sessions/{identifier}/cookies`: what a session's jar holds, for an operator to see.
+/// Values are redacted unless `?values=true` (they are often credentials); pages of `limit`,
+/// ordered by domain, path and name, `after` the `next` cursor of the page before.
+package struct SessionCookieRoutes {
+    let coordinator: TaskCoordinator
+
+    package init(coordinator: TaskCoordinator) {
+        self.coordinator = coordinator
+    }
+
+    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+        let coordinator = coordinator
+        table.add("GET", "/v1/sessions/{identifier}/cookies", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                try RouteSupport.checkQuery(request, allowed: ["values", "limit", "after"])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                let limit = try RouteSupport.limit(request)
+                let revealing: Bool
+                switch request.query("values") {
+                case nil, "false": revealing = false
+                case "true": revealing = true
+                default: throw Refusal(.invalid, "validation_failed", "values must be true or false", field: "values")
+                }
+                let after = request.query("after") ?? ""
+                coordinator.engine.cookies(of: session.identifier) { cookies in
+                    let sorted = cookies.map { (SessionCookieRoutes.cursor($0), $0) }.filter { $0.0 > after }.sorted { $0.0 < $1.0 }
+                    let page = sorted.prefix(limit)
+                    responder.respond(RouteSupport.json { json in
+                        json.beginObject()
+                        json.key("cookies"); json.beginArray()
+                        for (_, cookie) in page { SessionCookieRoutes.encode(cookie, revealing: revealing, into: &json) }
+                        json.endArray()
+                        json.key("next"); json.optionalString(sorted.count > limit ? page.last?.0 : nil)
+                        json.endObject()
+                    })
+                }
+            }
+        }
+    }
+
+    /// `domain;path;name`: none of the three can hold a `;` (RFC 6265 §4.1.1), so the order of
+    /// cursors is the order of the list.
+    static func cursor(_ c: Cookie) -> String { "\(c.domain);\(c.path);\(c.name)" }
+
+    static func encode(_ c: Cookie, revealing: Bool, into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("name"); json.string(c.name)
+        json.key("value"); json.string(revealing ? c.value : SessionConfiguration.redacted)
+        json.key("domain"); json.string(c.domain)
+        json.key("host_only"); json.bool(c.hostOnly)
+        json.key("path"); json.string(c.path)
+        json.key("secure"); json.bool(c.secure)
+        json.key("http_only"); json.bool(c.httpOnly)
+        json.key("expires_at"); json.optionalString(c.expires.map { Timestamp(milliseconds: $0 * 1000).rfc3339 })
+        json.endObject()
+    }
+}

@@ -1,0 +1,67 @@
+import HTTPServer
+import Reactor
+import TransferCore
+import TransferEngine
+import TransferModel
+
+/// `GET /v1/stats`: tasks by state, transfer rates down and up, and how many transfers wait.
+package struct StatsRoute {
+    let coordinator: TaskCoordinator
+    let rates: TransferRates
+
+    package init(coordinator: TaskCoordinator, rates: TransferRates) {
+        self.coordinator = coordinator
+        self.rates = rates
+    }
+
+    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+        let coordinator = coordinator, rates = rates
+        table.add("GET", "/v1/stats", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let counts = coordinator.taskCounts()
+                let (waiting, running) = coordinator.engine.statistics()
+                let (down, up) = rates.current
+                responder.respond(RouteSupport.json { json in
+                    json.beginObject()
+                    json.key("sessions"); json.int(coordinator.registry.all.count)
+                    json.key("tasks"); json.beginObject()
+                    for state in TaskState.allCases { json.key(escaping: state.rawValue); json.int(counts[state] ?? 0) }
+                    json.endObject()
+                    json.key("bytes_per_second"); json.beginObject()
+                    json.key("down"); json.double(down.rounded())
+                    json.key("up"); json.double(up.rounded())
+                    json.endObject()
+                    json.key("queue_depth"); json.int(waiting)
+                    json.key("transfers_running"); json.int(running)
+                    json.endObject()
+                })
+            }
+        }
+    }
+}
+
+/// Samples the engine's byte counters once a second and keeps the rates of the last interval.
+package final class TransferRates: Sendable {
+    private let sample = Locked<(at: UInt64, received: Int64, sent: Int64, down: Double, up: Double)>((0, 0, 0, 0, 0))
+
+    package init(engine: TransferEngine, clock: EventLoop) {
+        let sample = sample
+        @Sendable func tick() {
+            let now = MonotonicClock.now()
+            let (received, sent) = engine.totalBytes
+            sample.withLock { s in
+                if s.at > 0 {
+                    let dt = Double(now - s.at) / 1e9
+                    s.down = Double(received - s.received) / dt
+                    s.up = Double(sent - s.sent) / dt
+                }
+                s = (now, received, sent, s.down, s.up)
+            }
+            clock.scheduleTimer(at: now + 1_000_000_000) { tick() }
+        }
+        clock.execute { tick() }
+    }
+
+    var current: (down: Double, up: Double) { sample.withLock { ($0.down, $0.up) } }
+}

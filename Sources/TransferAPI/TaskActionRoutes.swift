@@ -1,0 +1,47 @@
+import HTTPServer
+import TransferCore
+import TransferModel
+
+/// `POST …/tasks/{task}/resume|suspend|cancel`: URLSessionTask's `resume()`, `suspend()`, `cancel()`.
+package struct TaskActionRoutes {
+    let coordinator: TaskCoordinator
+
+    package init(coordinator: TaskCoordinator) {
+        self.coordinator = coordinator
+    }
+
+    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+        let coordinator = coordinator
+        table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/resume", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                let (session, id) = try TaskActionRoutes.target(request, coordinator)
+                coordinator.resume(session, id) { TaskRoutes.respond($0, responder) }
+            }
+        }
+        table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/suspend", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                let (session, id) = try TaskActionRoutes.target(request, coordinator)
+                coordinator.suspend(session, id) { TaskRoutes.respond($0, responder) }
+            }
+        }
+        table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/cancel", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                let (session, id) = try TaskActionRoutes.target(request, coordinator)
+                var produceResumeData = false
+                if let body = try RouteSupport.jsonBody(request, required: false) {
+                    var reader = try ObjectReader(body, path: "")
+                    produceResumeData = try reader.bool("produce_resume_data") ?? false
+                    try reader.finish()
+                }
+                coordinator.cancel(session, id, produceResumeData: produceResumeData) { TaskRoutes.respond($0, responder) }
+            }
+        }
+    }
+
+    /// The session and task id a task action is for. Actions take no query parameters.
+    static func target(_ request: HTTPRequest, _ coordinator: TaskCoordinator) throws(Refusal) -> (SessionState, String) {
+        try RouteSupport.checkQuery(request, allowed: [])
+        let session = try coordinator.session(try RouteSupport.identifier(request))
+        return (session, request.parameters["task"] ?? "")
+    }
+}

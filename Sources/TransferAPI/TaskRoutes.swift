@@ -1,0 +1,184 @@
+import Digests
+import HTTPServer
+import TransferCore
+import TransferEngine
+import TransferModel
+
+/// `/v1/sessions/{identifier}/tasks…`: create (one or a batch), list, read (with `?wait=`),
+/// change, delete.
+package struct TaskRoutes {
+    let coordinator: TaskCoordinator
+
+    package init(coordinator: TaskCoordinator) {
+        self.coordinator = coordinator
+    }
+
+    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+        let coordinator = coordinator
+        table.add("POST", "/v1/sessions/{identifier}/tasks", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                var creations = [try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")]
+                try coordinator.resolveResumeData(&creations)
+                let creation = creations[0]
+                try coordinator.checkDestinations([creation])
+                try coordinator.checkBodySources([creation], in: session)
+                let claim = try TaskRoutes.idempotencyClaim(request)
+                coordinator.createTasks(in: session, [creation], idempotency: claim) { result in
+                    switch result {
+                    case .success(.created(let created)):
+                        responder.respond(.json(created[0].reply, status: 201, headers: HTTPHeaders([
+                            ("Location", "/v1/sessions/\(session.identifier)/tasks/\(created[0].id)"),
+                        ])))
+                    case .success(.replayed(let record)):
+                        var headers = TaskRoutes.location(record)
+                        headers.add("Idempotent-Replayed", "true")
+                        responder.respond(.json(record.jsonBytes(), status: 201, headers: headers))
+                    case .failure(let error):
+                        responder.respond(error.response)
+                    }
+                }
+            }
+        }
+        table.add("POST", "/v1/sessions/{identifier}/tasks:batch", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                var body = try ObjectReader(try RouteSupport.jsonBody(request)!, path: "")
+                guard let items = try body.array("tasks", maxCount: 10_000), !items.isEmpty else {
+                    throw Refusal.invalid("tasks", "must be a non-empty array of tasks")
+                }
+                try body.finish()
+                var creations: [TaskCreationRequest] = []
+                creations.reserveCapacity(items.count)
+                for (i, item) in items.enumerated() {
+                    creations.append(try TaskCreationRequest.parse(item, field: "tasks[\(i)]"))
+                }
+                try coordinator.resolveResumeData(&creations)
+                try coordinator.checkDestinations(creations)
+                try coordinator.checkBodySources(creations, in: session)
+                coordinator.createTasks(in: session, creations, idempotency: nil) { result in
+                    switch result {
+                    case .success(.created(let created)):
+                        var body: [UInt8] = Array(#"{"tasks":["#.utf8)
+                        body.reserveCapacity(created.reduce(16) { $0 + $1.reply.count + 1 })
+                        for (i, reply) in created.map(\.reply).enumerated() {
+                            if i > 0 { body.append(0x2C) }
+                            body.append(contentsOf: reply)
+                        }
+                        body.append(contentsOf: Array("]}".utf8))
+                        responder.respond(.json(body, status: 201))
+                    case .success(.replayed):
+                        responder.respond(Refusal(.internalError, "internal_error", "unexpected replay").response)
+                    case .failure(let error):
+                        responder.respond(error.response)
+                    }
+                }
+            }
+        }
+        table.add("GET", "/v1/sessions/{identifier}/tasks", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                try RouteSupport.checkQuery(request, allowed: ["limit", "after", "state", "kind"])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                let limit = try RouteSupport.limit(request)
+                var after: Int64 = 0
+                if let cursor = request.query("after") {
+                    guard let n = Int64(cursor), n >= 0 else { throw Refusal(.invalid, "validation_failed", "after must be a cursor from next", field: "after") }
+                    after = n
+                }
+                var state: TaskState?
+                if let text = request.query("state") {
+                    guard let s = TaskState(rawValue: text) else {
+                        throw Refusal(.invalid, "validation_failed", "state must be suspended, running, canceling or completed", field: "state")
+                    }
+                    state = s
+                }
+                var kind: TaskKind?
+                if let text = request.query("kind") {
+                    guard let k = TaskKind(rawValue: text) else {
+                        throw Refusal(.invalid, "validation_failed", "kind must be data, download or upload", field: "kind")
+                    }
+                    kind = k
+                }
+                let page = try coordinator.listTasks(session, after: after, state: state, kind: kind, limit: limit)
+                responder.respond(RouteSupport.json { json in
+                    json.beginObject()
+                    json.key("tasks"); json.beginArray()
+                    for r in page.tasks { r.encode(into: &json) }
+                    json.endArray()
+                    json.key("next"); json.optionalString(page.next.map(String.init))
+                    json.endObject()
+                })
+            }
+        }
+        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                try RouteSupport.checkQuery(request, allowed: ["wait"])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                let id = request.parameters["task"] ?? ""
+                var wait = 0.0
+                if let text = request.query("wait") {
+                    guard let s = Double(text), s >= 0, s <= coordinator.limits.maxWaitSeconds else {
+                        throw Refusal(.invalid, "validation_failed", "wait must be seconds from 0 to \(Int(coordinator.limits.maxWaitSeconds))", field: "wait")
+                    }
+                    wait = s
+                }
+                if wait == 0 {
+                    responder.respond(.json(try coordinator.taskJSON(session, id)))
+                    return
+                }
+                coordinator.waitForTask(session, id, seconds: wait) { result in
+                    TaskRoutes.respond(result, responder)
+                }
+            }
+        }
+        table.add("PATCH", "/v1/sessions/{identifier}/tasks/{task}", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                var body = try ObjectReader(try RouteSupport.jsonBody(request)!, path: "")
+                let priority = try body.number("priority", in: 0...1)
+                let description = try body.nullableString("description", maxLength: 4096)
+                try body.finish()
+                coordinator.update(session, request.parameters["task"] ?? "", priority: priority, description: description) { result in
+                    TaskRoutes.respond(result, responder)
+                }
+            }
+        }
+        table.add("DELETE", "/v1/sessions/{identifier}/tasks/{task}", guard: auth) { request, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                coordinator.delete(session, request.parameters["task"] ?? "") { result in
+                    switch result {
+                    case .success: responder.respond(HTTPResponse(status: 204))
+                    case .failure(let error): responder.respond(error.response)
+                    }
+                }
+            }
+        }
+    }
+
+    static func respond(_ result: Result<TaskRecord, Refusal>, _ responder: Responder) {
+        switch result {
+        case .success(let record): responder.respond(.json(record.jsonBytes()))
+        case .failure(let error): responder.respond(error.response)
+        }
+    }
+
+    static func location(_ record: TaskRecord) -> HTTPHeaders {
+        HTTPHeaders([("Location", "/v1/sessions/\(record.session)/tasks/\(record.id)")])
+    }
+
+    /// `Idempotency-Key` with the sha256 of the body it guards.
+    static func idempotencyClaim(_ request: HTTPRequest) throws(Refusal) -> IdempotencyClaim? {
+        guard let key = request.headers["idempotency-key"] else { return nil }
+        guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw Refusal(.malformed, "invalid_idempotency_key", "Idempotency-Key must be 1–255 printable ASCII characters")
+        }
+        let hash = SHA256Hex.of(request.body)
+        return IdempotencyClaim(key: key, bodyHash: hash)
+    }
+
+}

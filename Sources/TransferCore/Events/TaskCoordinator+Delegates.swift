@@ -1,0 +1,131 @@
+import Glibc
+import TransferEngine
+import TransferModel
+
+/// Delegate delivery: the coordinator's side of `DelegateChannel`.
+extension TaskCoordinator {
+    /// Starts, keeps or stops a session's delivery channel to match its delegate. A delegate set
+    /// anew (another URL, secret or filter, or enabled again) gets a new channel, which sends at
+    /// once what is due rather than waiting out the old one's retry delay.
+    func updateDelegateChannel(_ session: SessionState) {
+        let (start, stop): (DelegateChannel?, DelegateChannel?) = session.locked {
+            let wanted = session.delegate.flatMap { $0.disabled ? nil : $0 }
+            if let current = session.channel, current.delegate == wanted { return (nil, nil) }
+            let old = session.channel
+            session.channel = wanted.map {
+                DelegateChannel(session: session, delegate: $0, delivered: session.deliveredThrough, coordinator: self)
+            }
+            return (session.channel, old)
+        }
+        stop?.stop()
+        start?.start()
+    }
+
+    /// Journaled events of a session after `seq`, from the store (durable) or memory (ephemeral).
+    package func events(of session: SessionState, after seq: Int64, limit: Int) -> [Event] {
+        guard session.mode.isDurable, let store else {
+            return session.locked { session.memoryEvents(after: seq, limit: limit) }
+        }
+        return (try? store.reader.read { try EventStore.events(session.identifier, after: seq, limit: limit, $0) }) ?? []
+    }
+
+    /// The delegate received everything up to `seq` (or did not want it): that counts as
+    /// acknowledged. Memory only: `saveDeliveries` stores it.
+    func markDelivered(_ session: SessionState, through seq: Int64) {
+        session.locked {
+            session.deliveredThrough = max(session.deliveredThrough, seq)
+            session.ackedThrough = max(session.ackedThrough, seq)
+            session.trimMemoryJournal()
+        }
+    }
+
+    /// Stores delivery bookkeeping — webhook attempts, for `GET …/deliveries`, and how far
+    /// delivery got — in one commit, then removes the session if it was invalidated and is now
+    /// settled. An ephemeral session (nothing of which goes to disk) keeps its most recent
+    /// `memoryDeliveryLimit` attempts in memory.
+    func saveDeliveries(_ session: SessionState, _ attempts: [DeliveryAttempt]) {
+        let through: Int64 = session.locked {
+            if !session.mode.isDurable {
+                var row = session.memoryDeliveries.last?.row ?? 0
+                for attempt in attempts {
+                    row += 1
+                    session.memoryDeliveries.append((row, attempt))
+                }
+                session.memoryDeliveries.removeFirst(max(0, session.memoryDeliveries.count - TaskCoordinator.memoryDeliveryLimit))
+            }
+            return session.deliveredThrough
+        }
+        persist(session, { db in
+            for attempt in attempts { try EventStore.recordAttempt(attempt, db) }
+            try EventStore.setDelivered(session.identifier, through: through, db)
+            try EventStore.setAcked(session.identifier, through: through, db)
+        }) { [self] _ in removeIfSettled(session) }
+    }
+
+    static let memoryDeliveryLimit = 1000
+
+    /// `POST …/events/ack`.
+    package func acknowledge(_ session: SessionState, through seq: Int64, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
+        let acked = session.locked {
+            session.ackedThrough = max(session.ackedThrough, min(seq, session.nextEventSeq - 1))
+            session.trimMemoryJournal()
+            return session.ackedThrough
+        }
+        persist(session, { try EventStore.setAcked(session.identifier, through: acked, $0) }) { [self] result in
+            completion(result.mapError(Refusal.storeFailure))
+            removeIfSettled(session)
+        }
+    }
+
+    /// Disables the session's delegate, visibly (`delegate.disabled`), unless it was set anew
+    /// meanwhile.
+    func disable(_ delegate: Delegate, of session: SessionState, because reason: String) {
+        let row: StoredSession? = session.locked {
+            guard session.delegate == delegate else { return nil }
+            session.delegate?.disabled = true
+            return storedRow(session)
+        }
+        guard let row else { return }
+        logger.warning("delegate disabled", metadata: ["session": .string(session.identifier), "reason": .string(reason)])
+        persist(session, { try TaskStore.insertSession(row, $0) }) { _ in }
+        updateDelegateChannel(session)
+    }
+
+
+    /// POSTs one event to the delegate, signed, through the engine: no redirects (a 3xx is a
+    /// failure), 15 s at most; what the receiver answers beyond its status is not read.
+    func deliver(_ event: Event, to delegate: Delegate, session: SessionState,
+                 completion: @escaping @Sendable (TransferOutcome) -> Void)
+    {
+        let body = event.jsonBytes
+        var spec = TransferSpec(label: "\(session.identifier)/delegate", session: TaskCoordinator.deliverySession(session.identifier),
+                                url: delegate.url)
+        spec.method = "POST"
+        spec.headers = [("Content-Type", "application/json"), ("User-Agent", "transferd/\(TransferdVersion.current)")]
+            + WebhookSigner.headers(id: event.id, timestamp: Timestamp.now().milliseconds / 1000, body: body, key: delegate.key)
+        spec.body = .bytes(body)
+        spec.output = .discard
+        spec.followRedirects = false
+        spec.idleTimeout = 15
+        spec.totalTimeout = 15
+        engine.submit(spec, observer: DeliveryObserver(completion: completion))
+    }
+
+    /// Deliveries of a session run as their own engine session, so they never wait behind its
+    /// transfers. `:` cannot occur in a session identifier, so the name cannot collide.
+    static func deliverySession(_ identifier: String) -> String { "delegate:" + identifier }
+}
+
+/// Hands a delivery's outcome on; the rest of the news is of no interest.
+final class DeliveryObserver: TransferObserver, @unchecked Sendable {
+    private let completion: @Sendable (TransferOutcome) -> Void
+
+    package init(completion: @escaping @Sendable (TransferOutcome) -> Void) {
+        self.completion = completion
+    }
+
+    func transferStarted(_ handle: TransferHandle) {}
+    func transferReceivedResponse(_ handle: TransferHandle, _ response: ResponseHead, resumedAtOffset: Int64?) {}
+    func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int) {}
+    func transferCompleted(_ handle: TransferHandle, _ outcome: TransferOutcome) { completion(outcome) }
+}

@@ -1,0 +1,81 @@
+import Reactor
+import Synchronization
+import TransferModel
+
+/// Reading the journal: long-polls, webhook attempts, redelivery.
+extension TaskCoordinator {
+    /// Events after `seq` now, or — when there are none and `seconds` > 0 — as soon as one is
+    /// committed, or an empty list when the wait runs out.
+    package func waitForEvents(_ session: SessionState, after seq: Int64, limit: Int, seconds: Double,
+                       completion: @escaping @Sendable ([Event]) -> Void)
+    {
+        let answered = Atomic<Bool>(false)
+        let subscription = Locked<UInt64?>(nil)
+        let answer: @Sendable ([Event]) -> Void = { [session] events in
+            guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            if let id = subscription.withLock({ $0 }) { session.feed.unsubscribe(id) }
+            completion(events)
+        }
+        if seconds > 0 {
+            // Listen before reading, so an event committed in between is not missed.
+            let id = session.feed.subscribe { [self] events in
+                guard events.contains(where: { $0.type.isJournaled && $0.seq > seq }) else { return }
+                fileWork.async { [self] in answer(self.events(of: session, after: seq, limit: limit)) }
+            }
+            subscription.withLock { $0 = id }
+            // Answered already (by a listener that ran before the id was stored)? Then stop listening.
+            if answered.load(ordering: .acquiring) { session.feed.unsubscribe(id) }
+        }
+        fileWork.async { [self] in
+            let current = events(of: session, after: seq, limit: limit)
+            guard current.isEmpty, seconds > 0 else { return answer(current) }
+            clock.execute { [self] in
+                clock.scheduleTimer(at: MonotonicClock.after(seconds: seconds)) { answer([]) }
+            }
+        }
+    }
+
+    package struct DeliveryPage {
+        package let rows: [(Int64, DeliveryAttempt)]
+        package let next: Int64?
+    }
+
+    /// `GET …/deliveries`: webhook attempts in the order they were made.
+    package func deliveries(_ session: SessionState, after row: Int64, limit: Int) throws(Refusal) -> DeliveryPage {
+        var rows: [(Int64, DeliveryAttempt)]
+        if session.mode.isDurable, let store {
+            do {
+                rows = try store.reader.read { try EventStore.attempts(session.identifier, afterRow: row, limit: limit + 1, $0) }
+            } catch {
+                throw Refusal.storeFailure(error)
+            }
+        } else {
+            rows = session.locked { session.memoryDeliveries.lazy.filter { $0.row > row }.prefix(limit + 1).map { ($0.row, $0.attempt) } }
+        }
+        let more = rows.count > limit
+        if more { rows.removeLast() }
+        return DeliveryPage(rows: rows, next: more ? rows.last?.0 : nil)
+    }
+
+    /// `POST …/events/{event}/redeliver`: one more attempt of that event (numbered 0 in the
+    /// deliveries), besides the in-order delivery, which it neither waits for nor moves.
+    package func redeliver(_ session: SessionState, eventID: String) throws(Refusal) {
+        guard let delegate = session.locked({ session.delegate }) else {
+            throw Refusal(.conflict, "no_delegate", "session \(session.identifier) has no delegate")
+        }
+        guard !delegate.disabled else {
+            throw Refusal(.conflict, "no_delegate", "the delegate of session \(session.identifier) is disabled (it answered 410 Gone); set it again with PUT")
+        }
+        let event: Event?
+        if session.mode.isDurable, let store {
+            event = try? store.reader.read { try EventStore.event(session.identifier, id: eventID, $0) }
+        } else {
+            event = session.locked { session.memoryJournal.first { $0.id == eventID } }
+        }
+        guard let event else { throw Refusal.notFound("event \(eventID)") }
+        deliver(event, to: delegate, session: session) { [self] outcome in
+            guard outcome.stopReason != .shutdown else { return }
+            saveDeliveries(session, [DeliveryAttempt(event, attempt: 0, outcome: outcome, nextAttemptAt: nil)])
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import CLinux
+import Glibc
+import JSON
+
+/// The `--allow-path` roots, and safe ways to open paths beneath them (ENGINEERING.md "Files on
+/// disk"): each root is opened once; a path is resolved relative to its root with
+/// `openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS)`, which refuses `..`, absolute symlinks and any
+/// symlink that leads out of the root. Where openat2 is unavailable (old kernels, seccomp), a walk
+/// with `O_NOFOLLOW` at every component refuses symlinks altogether.
+/// O_PATH (glibc declares it only under _GNU_SOURCE): a descriptor that names a directory for
+/// `*at` calls without opening it for reading.
+let transferdOpenPath: Int32 = 0o10000000
+
+package final class AllowedRoots: Sendable {
+    struct Root: Sendable {
+        let path: String
+        let fd: Int32
+    }
+
+    let roots: [Root]
+
+    /// An `--allow-path` that cannot be opened as a directory: the service does not start.
+    package struct UnusableRoot: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    package init(paths: [String]) throws(UnusableRoot) {
+        var roots: [Root] = []
+        for path in paths {
+            let normalized = AllowedRoots.normalize(path)
+            let fd = open(normalized, transferdOpenPath | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else { throw UnusableRoot(description: "--allow-path \(path): \(String(cString: strerror(errno)))") }
+            roots.append(Root(path: normalized, fd: fd))
+        }
+        self.roots = roots
+    }
+
+    package enum Failure: Error, Equatable {
+        /// Outside every root, or escaping one.
+        case notAllowed
+        /// Inside a root, but a component does not exist.
+        case missing
+        case other(Int32)
+    }
+
+    /// Opens the directory that would hold `path` and returns it with the final name; refuses
+    /// anything outside the roots.
+    func openParent(of path: String) throws(Failure) -> (dirfd: Int32, name: String) {
+        let (root, relative) = try locate(path)
+        var components = relative.split(separator: "/").map(String.init)
+        guard let name = components.popLast(), name != ".", name != ".." else { throw .notAllowed }
+        let dir = try resolve(root, components.joined(separator: "/"), flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        return (dir, name)
+    }
+
+    /// Opens an existing file beneath a root.
+    package func openFile(_ path: String, flags: Int32) throws(Failure) -> Int32 {
+        let (root, relative) = try locate(path)
+        guard !relative.isEmpty else { throw .notAllowed }
+        return try resolve(root, relative, flags: flags | O_CLOEXEC | O_NOFOLLOW)
+    }
+
+    /// The root containing `path` and the path relative to it. Lexically `..` is refused outright.
+    private func locate(_ path: String) throws(Failure) -> (Root, String) {
+        guard path.hasPrefix("/") else { throw .notAllowed }
+        let parts = path.split(separator: "/")
+        guard !parts.contains("..") else { throw .notAllowed }
+        let normalized = AllowedRoots.normalize(path)
+        for root in roots {
+            if normalized == root.path { return (root, "") }
+            let prefix = root.path == "/" ? "/" : root.path + "/"
+            if normalized.hasPrefix(prefix) { return (root, String(normalized.dropFirst(prefix.count))) }
+        }
+        throw .notAllowed
+    }
+
+    private func resolve(_ root: Root, _ relative: String, flags: Int32) throws(Failure) -> Int32 {
+        let target = relative.isEmpty ? "." : relative
+        let resolve = UInt64(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+        // openat2 refuses a mode without O_CREAT (EINVAL), unlike openat.
+        let fd = transferd_openat2(root.fd, target, flags, flags & O_CREAT != 0 ? 0o644 : 0, resolve)
+        if fd >= 0 { return fd }
+        switch errno {
+        case EXDEV, ELOOP: throw .notAllowed
+        case ENOENT, ENOTDIR: throw .missing
+        case ENOSYS, EPERM: return try walk(root, relative, flags: flags)
+        default: throw .other(errno)
+        }
+    }
+
+    /// The fallback: one component at a time, never following a symlink.
+    private func walk(_ root: Root, _ relative: String, flags: Int32) throws(Failure) -> Int32 {
+        var dir = dup(root.fd)
+        let components = relative.split(separator: "/").map(String.init).filter { $0 != "." }
+        for (i, component) in components.enumerated() {
+            let last = i == components.count - 1
+            let next = openat(dir, component, last ? flags | O_NOFOLLOW : transferdOpenPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            let saved = errno
+            close(dir)
+            guard next >= 0 else { throw saved == ELOOP ? .notAllowed : (saved == ENOENT ? .missing : .other(saved)) }
+            dir = next
+        }
+        if components.isEmpty {
+            let fd = openat(dir, ".", flags, 0o644)
+            close(dir)
+            return fd
+        }
+        return dir
+    }
+
+    /// Collapses `//` and `/./`; keeps the path absolute; drops a trailing slash.
+    package static func normalize(_ path: String) -> String {
+        let parts = path.split(separator: "/").filter { $0 != "." }
+        return "/" + parts.joined(separator: "/")
+    }
+}

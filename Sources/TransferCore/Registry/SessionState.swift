@@ -1,0 +1,136 @@
+import JSON
+import Reactor
+import TransferModel
+
+/// One session in memory. Every mutable field is guarded by `lock`; tasks of different sessions
+/// never contend.
+package final class SessionState: @unchecked Sendable {
+    package let identifier: String
+    package let mode: SessionMode
+    package let createdAt: Timestamp
+    private let mutex = Locked(())
+
+    // Guarded by the lock.
+    package var configuration: SessionConfiguration
+    /// The configuration as the client gave it, stored so a restart re-validates the same input.
+    var configurationJSON: JSONValue
+    package var lifecycle: SessionLifecycle = .active
+    var invalidateMode: InvalidateMode?
+    /// When it became invalidated (at start, for one invalidated before): the retention period
+    /// counts from here.
+    var invalidatedAt: Timestamp?
+    /// The invalidation is being stored with its `session.invalidated` event; `lifecycle` says
+    /// `invalidated` once both are committed, so a client that sees the state finds the event.
+    var invalidationStoring = false
+    package private(set) var tasks: [String: TaskEntry] = [:]
+    /// Idempotency key → task id, for the tasks in memory.
+    private var idempotencyIndex: [String: String] = [:]
+    /// Ids and idempotency keys of tasks being created, not yet committed.
+    var reservedIDs: Set<String> = []
+    var reservedKeys: Set<String> = []
+    package var counts: [TaskState: Int] = [:]
+    var nextSequence: Int64 = 1
+
+    // Events (guarded by the lock).
+    package var delegate: Delegate?
+    var nextEventSeq: Int64 = 1
+    /// The client acknowledged, or the delegate received, every event up to here.
+    package var ackedThrough: Int64 = 0
+    var deliveredThrough: Int64 = 0
+    /// An ephemeral session's journal (nothing of it goes to disk); trimmed as events are
+    /// acknowledged and, while it has a delegate, delivered.
+    var memoryJournal: [Event] = []
+    /// An ephemeral session's most recent webhook attempts, numbered like the rows of a durable one's.
+    var memoryDeliveries: [(row: Int64, attempt: DeliveryAttempt)] = []
+    /// Listeners to committed events (not guarded: it locks itself).
+    package let feed = EventFeed()
+    /// Pushes events to the delegate while there is an enabled one.
+    var channel: DelegateChannel?
+
+    /// Busy tasks whose `task.completed` is numbered but whose completion is not yet published
+    /// (they still count in `busyCount`): the session is idle when they are all there is.
+    var busyTasksEnding = 0
+
+    /// Events journaled and not yet acknowledged (lock held).
+    package var pendingEvents: Int { Int(max(0, nextEventSeq - 1 - ackedThrough)) }
+
+    /// Drops from an ephemeral session's journal what nobody needs any more: what was
+    /// acknowledged and — while an enabled delegate still has to be sent it — delivered (lock held).
+    func trimMemoryJournal() {
+        let pushing = delegate.map { !$0.disabled } ?? false
+        let through = pushing ? min(ackedThrough, deliveredThrough) : ackedThrough
+        memoryJournal.removeFirst(memoryIndex(after: through))
+    }
+
+    /// Drops from an ephemeral session's journal the events older than `cutoff` (the retention
+    /// period) but the newest, as `EventStore.deleteOlder` does for a durable one's: events no
+    /// client acknowledged would otherwise be kept as long as the process runs (lock held).
+    func dropMemoryEvents(before cutoff: Timestamp) {
+        let old = memoryJournal.prefix { $0.at < cutoff }.count
+        memoryJournal.removeFirst(min(old, max(0, memoryJournal.count - 1)))
+    }
+
+    /// An ephemeral session's events after `seq`, at most `limit` (lock held).
+    func memoryEvents(after seq: Int64, limit: Int) -> [Event] {
+        let start = memoryIndex(after: seq)
+        return Array(memoryJournal[start..<min(memoryJournal.count, start + limit)])
+    }
+
+    /// Where the events after `seq` begin in the journal, which is in seq order (lock held).
+    private func memoryIndex(after seq: Int64) -> Int {
+        var low = 0, high = memoryJournal.count
+        while low < high {
+            let middle = (low + high) / 2
+            if memoryJournal[middle].seq <= seq { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// Tasks that keep the session busy: running or being cancelled (lock held).
+    var busyCount: Int { (counts[.running] ?? 0) + (counts[.canceling] ?? 0) }
+
+    package enum InvalidateMode: String, Sendable { case finish, cancel }
+
+    package init(identifier: String, mode: SessionMode, configuration: SessionConfiguration, configurationJSON: JSONValue,
+         createdAt: Timestamp)
+    {
+        self.identifier = identifier
+        self.mode = mode
+        self.configuration = configuration
+        self.configurationJSON = configurationJSON
+        self.createdAt = createdAt
+    }
+
+    @inline(__always)
+    package func locked<T>(_ body: () throws -> T) rethrows -> T {
+        try mutex.withLock { _ in try body() }
+    }
+
+    /// Adds a task to memory (lock held).
+    func addTask(_ entry: TaskEntry) {
+        tasks[entry.record.id] = entry
+        if let key = entry.record.idempotencyKey { idempotencyIndex[key] = entry.record.id }
+    }
+
+    /// Drops a task from memory (lock held); its counts are the caller's business.
+    @discardableResult
+    func dropTask(_ id: String) -> TaskEntry? {
+        guard let entry = tasks.removeValue(forKey: id) else { return nil }
+        if let key = entry.record.idempotencyKey { idempotencyIndex[key] = nil }
+        return entry
+    }
+
+    /// The task in memory created with this idempotency key (lock held).
+    func task(withIdempotencyKey key: String) -> TaskEntry? {
+        idempotencyIndex[key].flatMap { tasks[$0] }
+    }
+
+    /// Moves a task between state counts (lock held).
+    func count(from old: TaskState?, to new: TaskState?) {
+        if let old { counts[old, default: 0] -= 1 }
+        if let new { counts[new, default: 0] += 1 }
+    }
+
+    /// Tasks that have not completed (lock held).
+    var unfinishedCount: Int { (counts[.running] ?? 0) + (counts[.suspended] ?? 0) + (counts[.canceling] ?? 0) }
+}

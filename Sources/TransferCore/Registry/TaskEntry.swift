@@ -1,0 +1,113 @@
+import Reactor
+import TransferEngine
+import TransferModel
+
+/// A task held in memory, guarded by its session's lock: the record, and while it runs, the
+/// engine's handle and the open output file.
+package final class TaskEntry: @unchecked Sendable {
+    var record: TaskRecord {
+        didSet { encoded = nil }
+    }
+    /// The API encoding of a completed `record`: a completed task is encoded once however often
+    /// it is read. An unfinished one is encoded per read: most are never read while they wait,
+    /// and hundreds of thousands of them may wait, each encoding as large as its record.
+    private var encoded: [UInt8]?
+    var transfer: TransferHandle?
+    var output: TaskOutput?
+    /// The body of an ephemeral session's data task (nothing of those goes to disk).
+    package var memoryBody: [UInt8]?
+    /// What to do once the running transfer has stopped.
+    var afterStop: AfterStop = .nothing
+    /// Long-polls (`GET …?wait=`) waiting for completion.
+    var completionWaiters: [@Sendable (TaskRecord) -> Void] = []
+    var deleted = false
+    /// A cancel asked for resume data.
+    var produceResumeData = false
+    /// A cancel was asked for: nothing starts the task again; its completion is on the way.
+    var cancelRequested = false
+    /// Its completion was decided (and is being stored): a task completes once, whichever of a
+    /// cancel, a transfer's end or a start-up decides first.
+    var completing = false
+    /// The output file is in someone's hands — a start being prepared, or an attempt's end being
+    /// settled (hashed, renamed, kept): no start may open it meanwhile, so two attempts (a resume
+    /// and a stopped transfer's `afterStop`, or a start racing with the end of the last attempt)
+    /// never write one file together.
+    var outputBusy = false
+    /// The last progress sample (monotonic ns, bytes moved) and the rate measured up to it.
+    private var sample: (at: UInt64, bytes: Int64) = (0, 0)
+    private var rate: Double = 0
+
+    enum AfterStop {
+        case nothing, resume
+    }
+
+    /// Events a running transfer reported (response head, redirects), waiting to be stored with
+    /// the next write of the task: a quick download's completion carries them, so its task is not
+    /// rewritten once per response head.
+    private var pendingEvents: [EventDraft] = []
+    var pendingEventsScheduled = false
+    /// Bytes moved as the last `task.progress` told.
+    var progressEventBytes: Int64 = 0
+    /// Its completion, on its way to the store, ends a busy period: counted in the session's
+    /// `busyTasksEnding` until the completed record is published.
+    var endingBusy = false
+
+    func addPendingEvents(_ events: [EventDraft]) { pendingEvents += events }
+
+    var hasPendingEvents: Bool { !pendingEvents.isEmpty }
+
+    func takePendingEvents() -> [EventDraft] {
+        defer { pendingEvents = [] }
+        return pendingEvents
+    }
+
+    /// Replaces the record, with its encoding when the caller has it.
+    func setRecord(_ record: TaskRecord, encoded: [UInt8]?) {
+        self.record = record
+        if keepsEncoding { self.encoded = encoded }
+    }
+
+    package init(record: TaskRecord) {
+        self.record = record
+    }
+
+    private var keepsEncoding: Bool { transfer == nil && record.isCompleted }
+
+    /// The task object as the API returns it (lock held).
+    var json: [UInt8] {
+        if let encoded { return encoded }
+        let bytes = snapshot.jsonBytes()
+        if keepsEncoding { encoded = bytes }
+        return bytes
+    }
+
+    /// The record with live progress from the engine folded in.
+    var snapshot: TaskRecord {
+        guard let transfer else { return record }
+        var r = record
+        r.progress.bytesReceived = transfer.bytesReceived
+        let expected = transfer.bytesExpectedToReceive
+        if expected >= 0 { r.progress.bytesExpectedToReceive = expected }
+        r.progress.bytesSent = transfer.bytesSent
+        let expectedToSend = transfer.bytesExpectedToSend
+        if expectedToSend >= 0 { r.progress.bytesExpectedToSend = expectedToSend }
+        if r.state == .running && r.phase != .retrying {
+            r.phase = TaskPhase(rawValue: transfer.phase.name) ?? r.phase
+        }
+        r.progress.bytesPerSecond = currentRate(bytes: r.progress.bytesReceived + r.progress.bytesSent)
+        return r
+    }
+
+    /// Bytes per second over the last second or so, re-measured when a reader asks and the
+    /// previous sample is at least half a second old (lock held).
+    private func currentRate(bytes: Int64) -> Double {
+        let now = MonotonicClock.now()
+        if sample.at == 0 {
+            sample = (now, bytes)
+        } else if now - sample.at >= 500_000_000 {
+            rate = Double(bytes - sample.bytes) / (Double(now - sample.at) / 1e9)
+            sample = (now, bytes)
+        }
+        return rate
+    }
+}

@@ -1,0 +1,281 @@
+import Glibc
+import JSON
+import Reactor
+import TransferEngine
+import TransferModel
+
+extension TaskCoordinator {
+    /// A transfer attempt ended (on the file-work queue): settle its output file, then the task —
+    /// completed, retried, or left for a later attempt.
+    func transferEnded(_ handle: TransferHandle, _ outcome: TransferOutcome, entry: TaskEntry, in session: SessionState) {
+        let taken: (TaskOutput?, TaskRecord, Bool, SessionConfiguration)? = session.locked {
+            guard entry.transfer === handle else { return nil }
+            entry.transfer = nil
+            // Until the file is settled nothing may start another attempt on it (`release`).
+            entry.outputBusy = true
+            defer { entry.output = nil }
+            var record = entry.record
+            TaskCoordinator.absorb(outcome, into: &record)
+            record.validator = TaskCoordinator.validator(after: outcome.response, previous: record.validator)
+            entry.record = record
+            return (entry.output, record, entry.produceResumeData, session.configuration)
+        }
+        guard let (output, record, wantsResumeData, configuration) = taken else { return }
+
+        switch outcome.stopReason {
+        case .suspended?, .shutdown?:
+            // The partial file stays for the next attempt; the validator says whether it may continue.
+            guard release(output, of: entry, in: session) else { return }
+            var kept = record
+            kept.phase = .waiting
+            commit(kept, of: entry, in: session, then: { [self] in
+                // A resume that came while the attempt was stopping starts the next one now.
+                let resumed = session.locked {
+                    defer { entry.afterStop = .nothing }
+                    return entry.afterStop == .resume
+                }
+                if resumed { startTransfer(entry, in: session) }
+            })
+        case .cancelled?:
+            fail(entry, in: session, output: output, record: record,
+                 error: TaskError(code: .cancelled, message: "the task was cancelled"), resumable: wantsResumeData)
+        case .resourceTimeout?:
+            fail(entry, in: session, output: output, record: record,
+                 error: TaskError(code: .timedOut, message: "the task's resource timeout passed"), resumable: true)
+        case nil:
+            let policy = RetryPolicy(configuration: configuration, mode: session.mode)
+            let deadline = record.createdAt.adding(seconds: configuration.timeoutResource)
+            if let failure = outcome.failure {
+                switch policy.decide(after: .failure(failure), attempts: record.metrics.attempts, deadline: deadline) {
+                case .retry(let delay):
+                    retry(entry, in: session, after: delay, keeping: output, failure: TaskError(failure))
+                case .deadline:
+                    let error = TaskError(code: .timedOut,
+                                          message: "the task's resource timeout passed while retrying after: \(failure.message)",
+                                          curlCode: failure.curlCode)
+                    fail(entry, in: session, output: output, record: record, error: error, resumable: true)
+                case .stop:
+                    // A download the network cut short leaves resume data (not one that failed on
+                    // its own side, such as a full disk).
+                    fail(entry, in: session, output: output, record: record, error: TaskError(failure),
+                         resumable: failure.isTransient)
+                }
+            } else if let status = outcome.response?.status,
+                      case .retry(let delay) = policy.decide(after: .status(status, retryAfter: outcome.response.flatMap(RetryAfter.seconds)),
+                                                             attempts: record.metrics.attempts, deadline: deadline)
+            {
+                // A status the session retries: what came with it is not the body wanted.
+                output?.truncate()
+                retry(entry, in: session, after: delay, keeping: output,
+                      failure: TaskError(code: .badServerResponse, message: "HTTP \(status)"))
+            } else {
+                finishSuccessfully(outcome, output: output, entry: entry, in: session)
+            }
+        }
+    }
+
+    /// Closes the file an attempt wrote (or a start opened), kept for the next attempt, which may
+    /// now open it; false when a cancel came meanwhile, found the file busy and left the task to
+    /// us: it is completed `cancelled` here. (An attempt that ends the task never releases the
+    /// file: a completing task never starts again.)
+    func release(_ output: TaskOutput?, of entry: TaskEntry, in session: SessionState) -> Bool {
+        output?.keep()
+        let cancelled = session.locked {
+            entry.outputBusy = false
+            return entry.cancelRequested
+        }
+        if cancelled { completeCancelled(entry, in: session) }
+        return !cancelled
+    }
+
+    /// A cancelled task with no transfer running: its partial file becomes resume data when that
+    /// was asked for (and it can be resumed), otherwise it is removed.
+    func completeCancelled(_ entry: TaskEntry, in session: SessionState) {
+        let (record, produce) = session.locked { (entry.record, entry.produceResumeData) }
+        let resumeData = produce ? settlePartialOutput(of: record, session: session) : nil
+        if !produce { discardPartialOutput(of: record, session: session) }
+        complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled", resumeData: resumeData))
+    }
+
+    /// Completes a task whose last attempt failed: a resumable download keeps its partial file
+    /// for the resume data the error carries; anything else loses its temporary file.
+    private func fail(_ entry: TaskEntry, in session: SessionState, output: TaskOutput?, record: TaskRecord,
+                      error: TaskError, resumable: Bool)
+    {
+        var error = error
+        error.resumeData = resumable ? keepForResume(record, output: output) : nil
+        if error.resumeData == nil { output?.discard() }
+        complete(entry, in: session, error: error)
+    }
+
+    /// Schedules the next attempt: phase `retrying` with `next_attempt_at`, the partial file kept
+    /// (a download continues from its offset where the origin allows).
+    private func retry(_ entry: TaskEntry, in session: SessionState, after delay: Double, keeping output: TaskOutput?,
+                       failure: TaskError)
+    {
+        guard release(output, of: entry, in: session) else { return }
+        var waiting = session.locked { entry.record }
+        waiting.phase = .retrying
+        waiting.nextAttemptAt = Timestamp.now().adding(seconds: delay)
+        logger.info("retrying", metadata: ["task": .string("\(session.identifier)/\(waiting.id)"), "after_s": .stringConvertible(delay),
+                                           "reason": .string(failure.message)])
+        commit(waiting, of: entry, in: session, then: { [self] in
+            startLater(entry, in: session, after: delay, waitingIn: .retrying)
+        })
+    }
+
+    /// Starts a task waiting in `phase` (`retrying`, or `scheduled` until its `begin_at`) once
+    /// `delay` has passed — unless meanwhile it was suspended, cancelled or started otherwise.
+    func startLater(_ entry: TaskEntry, in session: SessionState, after delay: Double, waitingIn phase: TaskPhase) {
+        clock.execute { [self] in
+            clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
+                let due = session.locked { entry.record.state == .running && entry.record.phase == phase && entry.transfer == nil }
+                if due { startTransfer(entry, in: session) }
+            }
+        }
+    }
+
+    /// Keeps a download's partial file and returns resume data for it, when there is something to
+    /// resume: bytes on disk and a validator to send with `If-Range`.
+    func keepForResume(_ record: TaskRecord, output: TaskOutput?) -> String? {
+        guard record.isResumable, let output, let validator = record.validator else { return nil }
+        let offset = output.existingSize
+        guard offset > 0, let partial = output.keepForResume(as: TaskCoordinator.resumeName(for: record)) else { return nil }
+        let data = ResumeData(url: record.currentURL ?? record.url, validator: validator, offset: offset,
+                              partial: partial, destination: record.destination, origin: "\(record.session)/\(record.id)")
+        return data.token(key: resumeKey)
+    }
+
+    private func finishSuccessfully(_ outcome: TransferOutcome, output: TaskOutput?, entry: TaskEntry, in session: SessionState) {
+        var record = session.locked { entry.record }
+        guard let output else {
+            // An ephemeral data task: the body stays in memory, for `…/body`.
+            session.locked { entry.memoryBody = outcome.body ?? [] }
+            return complete(entry, in: session, record: record)
+        }
+        do throws(TaskFileError) {
+            if record.kind == .download {
+                guard let sha256 = outcome.sha256 else {
+                    throw TaskFileError(code: EIO, what: "cannot read back the downloaded file to hash it")
+                }
+                if let expected = record.checksumSHA256, expected != sha256 {
+                    output.discard()
+                    return complete(entry, in: session, error: TaskError(code: .checksumMismatch,
+                        message: "the downloaded file's sha256 is \(sha256), not the expected \(expected)"))
+                }
+                try output.commit()
+                record.result = DownloadResult(location: output.finalPath, size: outcome.bytesReceived, sha256: sha256)
+            } else {
+                try output.commit()
+                record.bodyLocation = output.finalPath
+            }
+        } catch {
+            output.discard()
+            return complete(entry, in: session, error: TaskError(code: .cannotWriteToFile, message: error.message))
+        }
+        complete(entry, in: session, record: record)
+    }
+
+    /// Completes a task with an error (it never reached the origin, or the attempt failed).
+    func complete(_ entry: TaskEntry, in session: SessionState, error: TaskError) {
+        var record = session.locked { entry.record }
+        record.error = error
+        complete(entry, in: session, record: record)
+    }
+
+    /// Stores the completed record, then publishes it (waking long-polls).
+    func complete(_ entry: TaskEntry, in session: SessionState, record: TaskRecord) {
+        var done = record
+        done.state = .completed
+        done.phase = .finished
+        done.completedAt = Timestamp.now()
+        done.nextAttemptAt = nil
+        if done.error == nil && done.progress.bytesExpectedToReceive < 0 {
+            done.progress.bytesExpectedToReceive = done.progress.bytesReceived
+        }
+        // A spooled body is needed no more once its task completed.
+        let completed = done
+        let ownedBlob = TaskCoordinator.ownedBlob(of: completed)
+        let claim: (first: Bool, endsBusy: Bool) = session.locked {
+            defer { entry.completing = true }
+            guard !entry.completing else { return (false, false) }
+            // Counted in the session's busyTasksEnding from its numbering until it is published.
+            let endsBusy = entry.record.state == .running || entry.record.state == .canceling
+            if endsBusy { entry.endingBusy = true }
+            return (true, endsBusy)
+        }
+        // A task completes once: a second decision (a cancel racing with the transfer's end) is dropped.
+        guard claim.first else { return }
+        let endsBusy = claim.endsBusy
+        commit(completed, of: entry, in: session, events: { api in
+            TaskCoordinator.completionEvents(completed, api: api, endsBusy: endsBusy)
+        }, also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
+            removeOwnedBlobFile(of: completed)
+        })
+    }
+
+    /// `task.finished_downloading` (a download that succeeded) and `task.completed` (with the
+    /// task), which `session.all_tasks_finished` follows when it leaves the session idle.
+    private static func completionEvents(_ record: TaskRecord, api: [UInt8], endsBusy: Bool) -> [EventDraft] {
+        var events: [EventDraft] = []
+        if let result = record.result, record.error == nil {
+            var json = JSONWriter()
+            json.beginObject()
+            json.key("location"); json.string(result.location)
+            json.key("size"); json.int(result.size)
+            json.key("sha256"); json.string(result.sha256)
+            json.endObject()
+            events.append(EventDraft(.taskFinishedDownloading, task: record.id, data: json.bytes))
+        }
+        events.append(EventDraft(.taskCompleted, task: record.id, data: api, endsBusyTask: endsBusy))
+        return events
+    }
+
+    /// Folds what the attempt learned into the task: response, progress, metrics.
+    static func absorb(_ outcome: TransferOutcome, into record: inout TaskRecord) {
+        if let response = outcome.response {
+            record.response = TaskResponse(response)
+            record.currentURL = response.url
+            if let length = response.expectedContentLength {
+                record.progress.bytesExpectedToReceive = length + (outcome.resumedAtOffset ?? 0)
+            }
+        }
+        record.progress.bytesReceived = outcome.bytesReceived
+        record.progress.bytesSent = outcome.bytesSent
+        if outcome.bytesExpectedToSend > 0 { record.progress.bytesExpectedToSend = outcome.bytesExpectedToSend }
+        let m = outcome.metrics
+        record.metrics.redirectCount = m.redirectCount
+        record.metrics.remoteAddress = m.remoteAddress ?? record.metrics.remoteAddress
+        record.metrics.httpProtocol = m.httpVersion ?? record.metrics.httpProtocol
+        record.metrics.reusedConnection = m.reusedConnection
+        record.metrics.dnsMs = m.dnsMs
+        record.metrics.connectMs = m.connectMs
+        record.metrics.tlsMs = m.tlsMs
+        record.metrics.firstByteMs = m.firstByteMs
+        record.metrics.totalMs = m.totalMs
+        if record.progress.bytesPerSecond == 0, m.totalMs > 0 {
+            record.progress.bytesPerSecond = Double(outcome.bytesReceived + outcome.bytesSent) / (m.totalMs / 1000)
+        }
+    }
+
+    /// A strong ETag, else Last-Modified: what `If-Range` may carry (RFC 9110 §13.1.5).
+    static func validator(_ response: ResponseHead) -> String? {
+        if let etag = response.header("etag"), !etag.hasPrefix("W/") { return etag }
+        return response.header("last-modified")
+    }
+
+    /// The validator of the bytes in a task's file once `response` arrived: a 206 continued the
+    /// file the previous validator named (and may repeat it or not); any other response replaced
+    /// the content, so only its own validator, if any, describes the file. No response: no change.
+    static func validator(after response: ResponseHead?, previous: String?) -> String? {
+        guard let response else { return previous }
+        return response.status == 206 ? validator(response) ?? previous : validator(response)
+    }
+}
+
+extension TaskError {
+    package init(_ failure: TransferFailure) {
+        self.init(code: TaskErrorCode(rawValue: failure.code.rawValue) ?? .networkConnectionLost,
+                  message: failure.message, curlCode: failure.curlCode, resumeData: nil)
+    }
+}

@@ -1,0 +1,235 @@
+import Glibc
+import Store
+import TransferEngine
+import TransferModel
+
+/// What a creation call came to.
+package enum CreationOutcome: Sendable {
+    /// The new tasks' ids, and the tasks encoded as the API returns them (as they were when created).
+    case created([(id: String, reply: [UInt8])])
+    /// The same `Idempotency-Key` and body as an earlier call: its task, unchanged.
+    case replayed(TaskRecord)
+}
+
+/// An `Idempotency-Key` with the sha256 of the body it came with.
+package struct IdempotencyClaim: Sendable {
+    let key: String
+    let bodyHash: String
+
+    package init(key: String, bodyHash: String) {
+        self.key = key
+        self.bodyHash = bodyHash
+    }
+}
+
+extension TaskCoordinator {
+    /// Verifies each `resume_data` and takes from it what the request left out: the URL and the
+    /// destination. A tampered token is 422 `resume_data_invalid`.
+    package func resolveResumeData(_ requests: inout [TaskCreationRequest]) throws(Refusal) {
+        for i in requests.indices {
+            guard let token = requests[i].resumeToken else { continue }
+            var data: ResumeData
+            do {
+                data = try ResumeData.parse(token, key: resumeKey)
+            } catch {
+                var located = error
+                if requests.count > 1 { located.field = "tasks[\(i)].resume_data" }
+                throw located
+            }
+            if requests[i].url.isEmpty { requests[i].url = data.url } else { data.url = requests[i].url }
+            if requests[i].destination == nil { requests[i].destination = data.destination }
+            requests[i].resumeFrom = data
+        }
+    }
+
+    /// A `download.destination` must lie inside an `--allow-path` root (no `..`, no symlink out)
+    /// and its directory must exist: checked when the task is created, so a bad path is a 4xx now
+    /// rather than a failed task later.
+    package func checkDestinations(_ requests: [TaskCreationRequest]) throws(Refusal) {
+        for (i, request) in requests.enumerated() {
+            guard let destination = request.destination else { continue }
+            let field = requests.count > 1 ? "tasks[\(i)].download.destination" : "download.destination"
+            do {
+                let parent = try allowedRoots.openParent(of: destination)
+                close(parent.dirfd)
+            } catch .notAllowed {
+                throw Refusal(.forbidden, "path_not_allowed", "\(destination) is not inside an --allow-path root", field: field)
+            } catch .missing {
+                throw Refusal.invalid(field, "the directory of \(destination) does not exist")
+            } catch {
+                throw Refusal(.forbidden, "path_not_allowed", "\(destination) cannot be opened inside its root", field: field)
+            }
+        }
+    }
+
+    /// Creates tasks, all or none: ids are reserved in memory, the rows committed in one group,
+    /// and only then do the tasks become visible and start. A 201 therefore means stored.
+    package func createTasks(in session: SessionState, _ requests: [TaskCreationRequest], idempotency: IdempotencyClaim?,
+                     completion: @escaping @Sendable (Result<CreationOutcome, Refusal>) -> Void)
+    {
+        let now = Timestamp.now()
+        let reservation: Reservation = session.locked {
+            guard session.lifecycle == .active else {
+                return .refused(Refusal(.conflict, "session_invalidated", "session \(session.identifier) is invalidated; it takes no new tasks"))
+            }
+            if let idempotency {
+                if let existing = session.task(withIdempotencyKey: idempotency.key), !existing.deleted {
+                    return existing.record.idempotencyHash == idempotency.bodyHash
+                        ? .replay(existing.snapshot) : .refused(Refusal.idempotencyKeyReused(idempotency.key))
+                }
+                if session.reservedKeys.contains(idempotency.key) {
+                    return .refused(Refusal(.conflict, "idempotency_key_in_use", "a request with this Idempotency-Key is in progress; retry shortly"))
+                }
+            }
+            var ids: [String] = []
+            var seen = Set<String>()
+            for (i, request) in requests.enumerated() {
+                // A generated id is random (`RandomID`): only a client's own choice can collide.
+                guard let id = request.id else {
+                    ids.append(RandomID.make())
+                    continue
+                }
+                if session.tasks[id] != nil || session.reservedIDs.contains(id) || !seen.insert(id).inserted {
+                    let field = requests.count > 1 ? "tasks[\(i)].id" : "id"
+                    return .refused(Refusal(.conflict, "task_exists", "a task with id \(id) already exists in this session", field: field))
+                }
+                ids.append(id)
+            }
+            session.reservedIDs.formUnion(ids)
+            if let idempotency { session.reservedKeys.insert(idempotency.key) }
+            let first = session.nextSequence
+            session.nextSequence += Int64(requests.count)
+            return .reserved(zip(requests, ids).enumerated().map { i, pair in
+                TaskCoordinator.makeRecord(pair.0, id: pair.1, session: session, sequence: first + Int64(i), now: now,
+                                           idempotency: idempotency)
+            })
+        }
+        let records: [TaskRecord]
+        switch reservation {
+        case .refused(let error): return completion(.failure(error))
+        case .replay(let existing): return completion(.success(.replayed(existing)))
+        case .reserved(let r): records = r
+        }
+        let needsSpooling = session.mode.isDurable && records.contains {
+            if case .inline(let b)? = $0.body { return b.count > TaskCoordinator.largestInlineBody }
+            return false
+        }
+        guard needsSpooling else { return insert(records, spooled: [], in: session, idempotency: idempotency, completion: completion) }
+        fileWork.async { [self, records] in
+            var spooledRecords = records
+            do throws(TaskFileError) {
+                let spooled = try spoolLargeBodies(&spooledRecords, session: session)
+                insert(spooledRecords, spooled: spooled, in: session, idempotency: idempotency, completion: completion)
+            } catch {
+                session.locked {
+                    for record in records { session.reservedIDs.remove(record.id) }
+                    if let idempotency { session.reservedKeys.remove(idempotency.key) }
+                }
+                completion(.failure(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the request body: \(error.message)")))
+            }
+        }
+    }
+
+    /// Commits reserved tasks (and the blobs their bodies were spooled to), then makes them
+    /// visible and starts those that run.
+    private func insert(_ records: [TaskRecord], spooled: [Blob], in session: SessionState, idempotency: IdempotencyClaim?,
+                        completion: @escaping @Sendable (Result<CreationOutcome, Refusal>) -> Void)
+    {
+        let identifier = session.identifier
+        // Encoded here, not on the writer thread: the reply and the row share one encoding.
+        let replies = records.map { $0.jsonBytes() }
+        let documents = zip(records, replies).map { $0.storageDocument(api: $1) }
+        persist(session, events: records.map { EventDraft.summary($0, .taskCreated) }, { db in
+            for blob in spooled { try BlobStore.insert(blob, db) }
+            try db.statement("SAVEPOINT inserts").run()
+            do {
+                try TaskStore.insertTasks(records, documents: documents, db)
+                try db.statement("RELEASE inserts").run()
+            } catch let error as DatabaseError where error.isConstraintViolation {
+                // Only now, on the rare collision, look for what it collided with (a task not in
+                // memory: completed and dropped from it, or from before a restart) — after undoing
+                // this batch's own rows, which would otherwise be found first.
+                try db.execute("ROLLBACK TO inserts; RELEASE inserts")
+                for record in records {
+                    if let existing = try TaskStore.existing(session: identifier, id: record.id, idempotencyKey: record.idempotencyKey, db) {
+                        throw DuplicateTask(existing: existing)
+                    }
+                }
+                throw error
+            }
+        }) { [self] result in
+            if case .failure = result, let blobs {
+                for blob in spooled { unlink(blobs.path(blob.id)) }
+            }
+            session.locked {
+                for record in records { session.reservedIDs.remove(record.id) }
+                if let idempotency { session.reservedKeys.remove(idempotency.key) }
+            }
+            switch result {
+            case .success:
+                let entries = session.locked { () -> [TaskEntry] in
+                    records.map { record in
+                        let entry = TaskEntry(record: record)
+                        session.addTask(entry)
+                        session.count(from: nil, to: record.state)
+                        return entry
+                    }
+                }
+                for entry in entries where entry.record.state == .running { startTransfer(entry, in: session) }
+                completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
+            case .failure(let error as DuplicateTask):
+                if let idempotency, error.existing.idempotencyKey == idempotency.key {
+                    completion(error.existing.idempotencyHash == idempotency.bodyHash
+                        ? .success(.replayed(error.existing)) : .failure(Refusal.idempotencyKeyReused(idempotency.key)))
+                } else {
+                    completion(.failure(Refusal(.conflict, "task_exists", "a task with id \(error.existing.id) already exists in this session")))
+                }
+            case .failure(let error):
+                completion(.failure(Refusal.storeFailure(error)))
+            }
+            checkInvalidation(session)
+        }
+    }
+
+    static func makeRecord(_ request: TaskCreationRequest, id: String, session: SessionState, sequence: Int64,
+                           now: Timestamp, idempotency: IdempotencyClaim?) -> TaskRecord
+    {
+        var record = TaskRecord(session: session.identifier, id: id, sequence: sequence, kind: request.kind,
+                                url: request.url, method: request.method, createdAt: now)
+        record.state = request.start ? .running : .suspended
+        record.phase = .waiting
+        record.priority = request.priority
+        record.description = request.description
+        record.headers = request.headers
+        record.body = request.body
+        record.multipart = request.multipart
+        record.destination = request.destination
+        record.checksumSHA256 = request.checksumSHA256
+        record.beginAt = request.beginAt
+        record.currentURL = request.url
+        record.resumeFrom = request.resumeFrom
+        record.validator = request.resumeFrom?.validator
+        record.idempotencyKey = idempotency?.key
+        record.idempotencyHash = idempotency?.bodyHash
+        if case .inline(let bytes)? = request.body { record.progress.bytesExpectedToSend = Int64(bytes.count) }
+        return record
+    }
+
+}
+
+private enum Reservation {
+    case reserved([TaskRecord])
+    case replay(TaskRecord)
+    case refused(Refusal)
+}
+
+/// A task of that id or idempotency key is already stored (found inside the insert's transaction).
+struct DuplicateTask: Error {
+    let existing: TaskRecord
+}
+
+extension Refusal {
+    static func idempotencyKeyReused(_ key: String) -> Refusal {
+        Refusal(.invalid, "idempotency_key_reused", "Idempotency-Key \(key) was used with a different request body")
+    }
+}

@@ -1,0 +1,206 @@
+import Glibc
+import JSON
+import Reactor
+import TransferEngine
+import TransferModel
+
+extension TaskCoordinator {
+    /// What a session PUT asks for.
+    package struct SessionRequest: Sendable {
+        var mode: SessionMode
+        var configuration: SessionConfiguration
+        var configurationJSON: JSONValue
+        /// The configuration as the engine applies it (TLS files already read).
+        var settings: SessionSettings
+        /// nil: keep what the session has; `.some(nil)`: remove it; `.some(d)`: set it.
+        var delegate: Delegate??
+        /// The request named no secret (one is kept or generated).
+        var delegateSecretGenerated: Bool
+
+        package init(mode: SessionMode, configuration: SessionConfiguration, configurationJSON: JSONValue, settings: SessionSettings, delegate: Delegate?? = nil, delegateSecretGenerated: Bool) {
+            self.mode = mode
+            self.configuration = configuration
+            self.configurationJSON = configurationJSON
+            self.settings = settings
+            self.delegate = delegate
+            self.delegateSecretGenerated = delegateSecretGenerated
+        }
+    }
+
+    /// `PUT /v1/sessions/{identifier}`: creates (`created` true) or re-attaches. Re-attaching with
+    /// another mode is a conflict; a new configuration replaces the old one. An invalidated
+    /// session's identifier is free: the old session goes, a new one is created. A generated
+    /// delegate secret is returned (once).
+    package func putSession(_ identifier: String, _ request: SessionRequest,
+                    completion: @escaping @Sendable (Result<(SessionState, created: Bool, secret: String?), Refusal>) -> Void)
+    {
+        if let existing = registry.session(identifier) {
+            let lifecycle = existing.locked { existing.lifecycle }
+            if lifecycle == .invalidated {
+                return remove(existing) { [self] in putSession(identifier, request, completion: completion) }
+            }
+            guard existing.mode == request.mode else {
+                return completion(.failure(Refusal(.conflict, "mode_conflict",
+                    "session \(identifier) exists with mode \(existing.mode.rawValue); it cannot be re-attached as \(request.mode.rawValue)")))
+            }
+            guard lifecycle == .active else {
+                return completion(.failure(Refusal(.conflict, "session_invalidated", "session \(identifier) is being invalidated")))
+            }
+            let (row, secret) = existing.locked { () -> (StoredSession, String?) in
+                existing.configuration = request.configuration
+                existing.configurationJSON = request.configurationJSON
+                let secret = TaskCoordinator.apply(request, to: existing)
+                return (storedRow(existing), secret)
+            }
+            configureEngine(existing, settings: request.settings, cookies: nil)
+            persist(existing, { try TaskStore.insertSession(row, $0) }) { [self] result in
+                switch result {
+                case .success:
+                    updateDelegateChannel(existing)
+                    completion(.success((existing, false, secret)))
+                case .failure(let error): completion(.failure(Refusal.storeFailure(error)))
+                }
+            }
+            return
+        }
+        let session = SessionState(identifier: identifier, mode: request.mode, configuration: request.configuration,
+                                   configurationJSON: request.configurationJSON, createdAt: Timestamp.now())
+        let secret = TaskCoordinator.apply(request, to: session)
+        let row = storedRow(session)
+        persist(session, { try TaskStore.insertSession(row, $0) }) { [self] result in
+            switch result {
+            case .success:
+                configureEngine(session, settings: request.settings, cookies: [])
+                registry.insert(session)
+                updateDelegateChannel(session)
+                completion(.success((session, true, secret)))
+            case .failure(let error):
+                completion(.failure(Refusal.storeFailure(error)))
+            }
+        }
+    }
+
+    /// Sets the session's delegate as the request says (lock held). A re-attach that names the
+    /// same delegate without a secret keeps the secret it has; otherwise a generated one is
+    /// returned, to be shown once.
+    private static func apply(_ request: SessionRequest, to session: SessionState) -> String? {
+        guard case .some(let wanted) = request.delegate else { return nil }
+        guard var delegate = wanted else {
+            session.delegate = nil
+            return nil
+        }
+        if request.delegateSecretGenerated, let current = session.delegate {
+            delegate.secret = current.secret
+            session.delegate = delegate
+            return nil
+        }
+        session.delegate = delegate
+        return request.delegateSecretGenerated ? delegate.secret : nil
+    }
+
+    func storedRow(_ session: SessionState) -> StoredSession {
+        var json = JSONWriter()
+        json.value(session.configurationJSON)
+        return StoredSession(identifier: session.identifier, mode: session.mode.rawValue,
+                             configuration: String(decoding: json.bytes, as: UTF8.self), delegate: session.delegate?.stored,
+                             lifecycle: session.lifecycle.rawValue, invalidateMode: session.invalidateMode?.rawValue,
+                             createdAt: session.createdAt.milliseconds)
+    }
+
+    /// `DELETE /v1/sessions/{identifier}`: `finish` lets running tasks complete
+    /// (finishTasksAndInvalidate), `cancel` cancels them (invalidateAndCancel). Tasks that were
+    /// never started or are suspended cannot finish on their own, so both modes cancel those.
+    package func invalidate(_ session: SessionState, mode: SessionState.InvalidateMode,
+                    completion: @escaping @Sendable (Result<Void, Refusal>) -> Void)
+    {
+        let (row, toCancel): (StoredSession, [TaskEntry]) = session.locked {
+            if session.lifecycle == .active {
+                session.lifecycle = .invalidating
+                session.invalidateMode = mode
+            } else if mode == .cancel {
+                session.invalidateMode = .cancel
+            }
+            let cancel = session.tasks.values.filter {
+                !$0.deleted && !$0.record.isCompleted && (mode == .cancel || $0.record.state == .suspended)
+            }
+            return (storedRow(session), cancel)
+        }
+        persist(session, { try TaskStore.insertSession(row, $0) }) { [self] result in
+            if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
+            for entry in toCancel { cancel(entry, in: session, produceResumeData: false) { _ in } }
+            completion(.success(()))
+            checkInvalidation(session)
+        }
+    }
+
+    /// Once an invalidating session has no unfinished task, it is invalidated: `session.invalidated`
+    /// is journaled and it takes nothing new. It stays (readable, its events deliverable) until its
+    /// identifier is used again or its events are all acknowledged.
+    func checkInvalidation(_ session: SessionState) {
+        let row: StoredSession? = session.locked {
+            guard session.lifecycle == .invalidating, !session.invalidationStoring, session.unfinishedCount == 0,
+                  session.reservedIDs.isEmpty else { return nil }
+            session.invalidationStoring = true
+            var row = storedRow(session)
+            row.lifecycle = SessionLifecycle.invalidated.rawValue
+            return row
+        }
+        guard let row else { return }
+        engine.removeSession(session.identifier)
+        persist(session, events: [EventDraft(.sessionInvalidated, task: nil)], { try TaskStore.insertSession(row, $0) }) { [self] _ in
+            session.locked {
+                session.lifecycle = .invalidated
+                session.invalidatedAt = Timestamp.now()
+            }
+            logger.info("session invalidated", metadata: ["session": .string(session.identifier)])
+            removeIfSettled(session)
+        }
+    }
+
+    /// An invalidated session whose events have all been acknowledged (or delivered) is removed.
+    func removeIfSettled(_ session: SessionState) {
+        let settled = session.locked { session.lifecycle == .invalidated && session.pendingEvents == 0 }
+        if settled { remove(session) {} }
+    }
+
+    /// Removes a session for good: rows, events, files, engine state.
+    func remove(_ session: SessionState, then: @escaping @Sendable () -> Void) {
+        registry.remove(session)
+        engine.removeSession(session.identifier)
+        engine.removeSession(TaskCoordinator.deliverySession(session.identifier))
+        session.locked { session.delegate = nil }
+        updateDelegateChannel(session)
+        let ownedBlobs = Locked<[String]>([])
+        persist(session, { db in
+            let ids = try TaskStore.deleteSession(session.identifier, db)
+            ownedBlobs.withLock { $0 = ids }
+        }) { [self] _ in
+            let directory = layout.sessionDirectory(session.identifier)
+            let blobFiles = ownedBlobs.withLock { $0 }.compactMap { blobs?.path($0) }
+            fileWork.async {
+                DataLayout.removeTree(directory)
+                for path in blobFiles { unlink(path) }
+                then()
+            }
+        }
+    }
+
+    /// `POST …/reset`: forget cookies (in memory and on disk), the DNS and TLS session caches and
+    /// kept-alive connections; `done` once the store forgot the cookies too. Configured
+    /// `credentials` stay: they are configuration, changed by a PUT.
+    package func reset(_ session: SessionState, done: @escaping @Sendable () -> Void) {
+        engine.resetSession(session.identifier, done: done)
+    }
+
+    /// `POST …/flush`: write the session's cookies out (`done` once stored); future requests go
+    /// out on new connections.
+    package func flush(_ session: SessionState, done: @escaping @Sendable () -> Void) {
+        engine.flushSession(session.identifier, done: done)
+    }
+}
+
+extension Refusal {
+    package static func storeFailure(_ error: Error) -> Refusal {
+        Refusal(.unavailable, "store_unavailable", "the change could not be stored: \(error)")
+    }
+}

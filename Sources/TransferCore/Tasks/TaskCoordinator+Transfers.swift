@@ -1,0 +1,287 @@
+import Glibc
+import JSON
+import Reactor
+import TransferEngine
+import TransferModel
+
+extension TaskCoordinator {
+    /// Hands a running task to the engine: opens its output, builds the transfer from the task and
+    /// its session's configuration. A task whose output cannot be opened completes with the error.
+    func startTransfer(_ entry: TaskEntry, in session: SessionState) {
+        let claimed: (TaskRecord, SessionConfiguration)? = session.locked {
+            guard entry.record.state == .running, entry.transfer == nil, !entry.outputBusy, !entry.cancelRequested,
+                  !entry.completing, !entry.deleted
+            else { return nil }
+            entry.outputBusy = true
+            return (entry.record, session.configuration)
+        }
+        // From here the file is ours until the engine has the transfer (or `release`); a path
+        // that completes the task keeps it: a completing task never starts again.
+        guard let (record, configuration) = claimed else { return }
+        let now = Timestamp.now()
+        let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - now.seconds
+        guard remaining > 0 else {
+            return complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
+        }
+        // Not before `begin_at`: until then nothing is opened or handed to the engine — a task
+        // scheduled for tomorrow costs a timer, not a file descriptor (nor start-up time).
+        if let beginAt = record.beginAt, beginAt > now {
+            session.locked { entry.record.phase = .scheduled }
+            guard release(nil, of: entry, in: session) else { return }
+            return startLater(entry, in: session, after: beginAt.seconds - now.seconds, waitingIn: .scheduled)
+        }
+        let body: (RequestBodySource, contentType: String?)
+        do {
+            body = try openBody(for: record, session: session)
+        } catch {
+            return complete(entry, in: session, error: error)
+        }
+        let output: TaskOutput?
+        do {
+            if let resume = record.resumeFrom { adoptPartial(resume, for: record, session: session) }
+            output = try openOutput(for: record, session: session)
+        } catch {
+            TaskCoordinator.closeFiles(of: body.0)
+            let code: TaskErrorCode = error.code == ENOENT ? .fileDoesNotExist : .cannotWriteToFile
+            return complete(entry, in: session, error: TaskError(code: code, message: error.message))
+        }
+        var spec = TransferSpec(label: "\(session.identifier)/\(record.id)", session: session.identifier, url: record.url)
+        spec.method = record.method
+        var taskHeaders = record.headers
+        if let contentType = body.contentType {
+            taskHeaders.removeAll { $0.name.lowercased() == "content-type" }
+            taskHeaders.append(Header(name: "Content-Type", value: contentType))
+        }
+        spec.headers = TaskCoordinator.mergedHeaders(session: configuration.headers, task: taskHeaders)
+        spec.body = body.0
+        spec.idleTimeout = configuration.timeoutRequest
+        spec.totalTimeout = remaining
+        spec.followRedirects = configuration.redirects.follow
+        spec.maxRedirects = configuration.redirects.max
+        spec.priority = record.priority
+        spec.sequence = UInt64(record.sequence)
+        if let output {
+            let existing = output.existingSize
+            if existing > 0, record.isResumable, let validator = record.validator {
+                spec.resume = ResumeRequest(offset: existing, validator: validator)
+                spec.output = .file(fd: output.fd, offset: existing)
+            } else {
+                output.truncate()
+                spec.output = .file(fd: output.fd, offset: 0)
+            }
+            spec.hashOutput = record.kind == .download
+        } else {
+            spec.output = .memory
+        }
+        if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
+
+        let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
+        let submitted: Bool = session.locked {
+            // A cancel that came meanwhile found the file busy and left the task to `release`; a
+            // suspend stored meanwhile found no transfer to stop.
+            guard !entry.cancelRequested, entry.record.state == .running else { return false }
+            entry.output = output
+            entry.record.phase = .waiting
+            entry.record.nextAttemptAt = nil
+            entry.transfer = engine.submit(spec, observer: observer)
+            entry.outputBusy = false
+            return true
+        }
+        if !submitted {
+            TaskCoordinator.closeFiles(of: body.0)
+            _ = release(output, of: entry, in: session)
+        }
+    }
+
+    /// Where a task's output goes: beside `download.destination` (inside an allowed root), or in
+    /// the session's directory. nil for ephemeral data tasks, whose body stays in memory.
+    func outputLocation(for record: TaskRecord, session: SessionState) throws(TaskFileError) -> OutputLocation? {
+        switch record.kind {
+        case .download:
+            if let destination = record.destination {
+                let parent: (dirfd: Int32, name: String)
+                do {
+                    parent = try allowedRoots.openParent(of: destination)
+                } catch {
+                    throw TaskFileError(code: error == .missing ? ENOENT : EACCES, what: "cannot open the directory of \(destination)")
+                }
+                let directory = "/" + AllowedRoots.normalize(destination).split(separator: "/").dropLast().joined(separator: "/")
+                return OutputLocation(directoryFD: parent.dirfd, directoryPath: directory, finalName: parent.name,
+                                      temporaryName: TaskCoordinator.temporaryName(for: record))
+            }
+            let dir = layout.filesDirectory(session.identifier)
+            return OutputLocation(directoryFD: try layout.openDirectory(dir), directoryPath: dir, finalName: record.id,
+                                  temporaryName: "." + record.id + ".part")
+        case .data, .upload:
+            guard session.mode.isDurable else { return nil }
+            let dir = layout.bodiesDirectory(session.identifier)
+            return OutputLocation(directoryFD: try layout.openDirectory(dir), directoryPath: dir, finalName: record.id,
+                                  temporaryName: "." + record.id + ".part")
+        }
+    }
+
+    /// A task made from resume data takes the partial file over, moving it to its own temporary
+    /// name. When that cannot be done (the file is gone, or on another file system) the download
+    /// starts from zero: resume data is a hint, never a reason to fail.
+    func adoptPartial(_ resume: ResumeData, for record: TaskRecord, session: SessionState) {
+        if let location = try? outputLocation(for: record, session: session) {
+            if renameat(AT_FDCWD, resume.partial, location.directoryFD, location.temporaryName) != 0 {
+                logger.info("resume data's partial file not taken over; starting from zero",
+                            metadata: ["task": .string("\(session.identifier)/\(record.id)"), "partial": .string(resume.partial)])
+            }
+            close(location.directoryFD)
+        }
+        session.locked { session.tasks[record.id]?.record.resumeFrom = nil }
+    }
+
+    /// Opens (or reopens, to continue it) the temporary file a task writes.
+    func openOutput(for record: TaskRecord, session: SessionState) throws(TaskFileError) -> TaskOutput? {
+        try outputLocation(for: record, session: session).map { location throws(TaskFileError) in try TaskOutput(location) }
+    }
+
+    /// A task that will not run again: resume data for its partial file when it can be resumed
+    /// (the file is kept), otherwise the file is removed.
+    func settlePartialOutput(of record: TaskRecord, session: SessionState) -> String? {
+        guard record.isResumable, record.validator != nil, let output = try? openOutput(for: record, session: session) else {
+            discardPartialOutput(of: record, session: session)
+            return nil
+        }
+        if let token = keepForResume(record, output: output) { return token }
+        output.discard()
+        return nil
+    }
+
+    /// Removes a partial file left by an earlier attempt (the task will not continue it).
+    func discardPartialOutput(of record: TaskRecord, session: SessionState) {
+        guard let location = try? outputLocation(for: record, session: session) else { return }
+        unlinkat(location.directoryFD, location.temporaryName, 0)
+        unlinkat(location.directoryFD, TaskCoordinator.resumeName(for: record), 0)
+        close(location.directoryFD)
+    }
+
+    /// The name a partial file kept for resume data takes: the temporary name with `.resume` for
+    /// `.part`.
+    static func resumeName(for record: TaskRecord) -> String {
+        let temporary = record.destination == nil ? "." + record.id + ".part" : temporaryName(for: record)
+        return String(temporary.dropLast(5)) + ".resume"
+    }
+
+    /// A temporary name beside a client's destination: hidden, marked as ours, unique per task,
+    /// and short enough for any file system (255 bytes).
+    static func temporaryName(for record: TaskRecord) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (record.session + "/" + record.id).utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return ".transferd-" + String(hash, radix: 16) + ".part"
+    }
+
+    /// Applies a change a running transfer reported (a response head, a redirect) to the task in
+    /// memory at once; it is stored with its events a moment later (0.2 s), or with the task's
+    /// completion if that comes first — so a small download is written once, not once per head.
+    func noteTransferChange(_ entry: TaskEntry, in session: SessionState, events: [EventDraft],
+                            _ change: (inout TaskRecord) -> Void)
+    {
+        let schedule: Bool = session.locked {
+            change(&entry.record)
+            entry.addPendingEvents(events)
+            defer { entry.pendingEventsScheduled = true }
+            return !entry.pendingEventsScheduled
+        }
+        guard schedule else { return }
+        clock.execute { [self] in
+            clock.scheduleTimer(at: MonotonicClock.after(seconds: 0.2)) { [self] in flushPendingEvents(of: entry, in: session) }
+        }
+    }
+
+    /// Stores what `noteTransferChange` kept back, unless a completion has taken it meanwhile. The
+    /// row is only updated while it still says unfinished: a late flush never undoes a completion.
+    func flushPendingEvents(of entry: TaskEntry, in session: SessionState) {
+        let record: TaskRecord? = session.locked {
+            entry.pendingEventsScheduled = false
+            return entry.hasPendingEvents ? entry.record : nil
+        }
+        guard let record else { return }
+        persist(session, reportedBy: entry, { db in try TaskStore.updateTaskKeepingState(record, db) }) { _ in }
+    }
+
+    /// Closes what `openBody` opened, for a transfer that will not start after all.
+    static func closeFiles(of body: RequestBodySource) {
+        guard case .segments(let segments) = body else { return }
+        for case .file(let fd, _, _) in segments { close(fd) }
+    }
+
+    /// Session headers first; a task header of the same name replaces the session's.
+    static func mergedHeaders(session: [Header], task: [Header]) -> [(String, String)] {
+        let overridden = Set(task.map { $0.name.lowercased() })
+        return session.filter { !overridden.contains($0.name.lowercased()) }.map { ($0.name, $0.value) }
+            + task.map { ($0.name, $0.value) }
+    }
+}
+
+/// Receives one transfer's news on its curl loop and passes it to the coordinator. The quick
+/// updates (response head, redirects) are applied under the session lock right here; completion,
+/// which touches files and the store, moves to the file-work queue.
+final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
+    private let coordinator: TaskCoordinator
+    private let session: SessionState
+    private let entry: TaskEntry
+
+    package init(coordinator: TaskCoordinator, session: SessionState, entry: TaskEntry) {
+        self.coordinator = coordinator
+        self.session = session
+        self.entry = entry
+    }
+
+    func transferStarted(_ handle: TransferHandle) {
+        session.locked {
+            entry.record.metrics.attempts += 1
+            if entry.record.startedAt == nil { entry.record.startedAt = Timestamp.now() }
+        }
+    }
+
+    func transferReceivedResponse(_ handle: TransferHandle, _ response: ResponseHead, resumedAtOffset: Int64?) {
+        let head = TaskResponse(response)
+        var events = [EventDraft(.taskResponseReceived, task: entry.record.id, data: head.jsonBytes())]
+        if let offset = resumedAtOffset {
+            var json = JSONWriter()
+            json.beginObject()
+            json.key("offset"); json.int(offset)
+            json.key("expected_total"); if let n = response.expectedContentLength { json.int(n + offset) } else { json.null() }
+            json.endObject()
+            events.append(EventDraft(.taskResumedAtOffset, task: entry.record.id, data: json.bytes))
+        }
+        coordinator.noteTransferChange(entry, in: session, events: events) { record in
+            record.response = head
+            record.currentURL = response.url
+            // Stored with the head (0.2 s later), so a partial file continues after kill -9 too.
+            record.validator = TaskCoordinator.validator(after: response, previous: record.validator)
+        }
+    }
+
+    func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int) {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("from"); json.string(from)
+        json.key("to"); json.string(to)
+        json.key("status"); json.int(status)
+        json.endObject()
+        coordinator.noteTransferChange(entry, in: session, events: [EventDraft(.taskRedirected, task: entry.record.id, data: json.bytes)]) {
+            $0.currentURL = to
+        }
+    }
+
+    func transferCompleted(_ handle: TransferHandle, _ outcome: TransferOutcome) {
+        let coordinator = coordinator, session = session, entry = entry
+        coordinator.fileWork.async { coordinator.transferEnded(handle, outcome, entry: entry, in: session) }
+    }
+}
+
+extension TaskResponse {
+    package init(_ head: ResponseHead) {
+        self.init(status: head.status, headers: head.headers.map { Header(name: $0.0, value: $0.1) },
+                  mimeType: head.mimeType, expectedContentLength: head.expectedContentLength,
+                  suggestedFilename: head.suggestedFilename)
+    }
+}

@@ -1,0 +1,212 @@
+import Dispatch
+import Logging
+import Reactor
+import Store
+import TransferEngine
+import TransferModel
+
+/// The service core's centre: sessions and tasks in memory (the registry), their durable copy
+/// (the store), and their transfers (the engine). API handlers call it; the engine reports back
+/// to it; it keeps the three consistent.
+///
+/// Ordering rule: a change that a reply or an event promises is committed to the store before it
+/// becomes visible in memory (and before the reply), so nothing a client was told is lost by a crash.
+package final class TaskCoordinator: @unchecked Sendable {
+    package let registry = SessionRegistry()
+    let store: TaskStore?
+    package let blobs: BlobStore?
+    package let engine: TransferEngine
+    let layout: DataLayout
+    package let allowedRoots: AllowedRoots
+    package let limits: Limits
+    let logger: Logger
+    /// Signs resume data (see `ResumeData`).
+    let resumeKey: [UInt8]
+    /// Timers of the service (long-poll deadlines), on a loop of their own.
+    package let clock: EventLoop
+    /// Blocking file work (fsync, rename, hashing) happens here, never on an event loop.
+    package let fileWork = DispatchQueue(label: "transferd.files", attributes: .concurrent)
+
+    package struct Limits: Sendable {
+        /// Largest response body a data task may keep.
+        var maxDataBodyBytes: Int64 = 64 << 20
+        /// Longest `?wait=` a client may ask for.
+        package var maxWaitSeconds: Double = 600
+        /// Delays before each webhook attempt (the first is immediate); when they run out the
+        /// delegate is disabled. PRODUCT.md: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h.
+        var webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
+
+        package init(maxDataBodyBytes: Int64 = 64 << 20, maxWaitSeconds: Double = 600, webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]) {
+            self.maxDataBodyBytes = maxDataBodyBytes
+            self.maxWaitSeconds = maxWaitSeconds
+            self.webhookSchedule = webhookSchedule
+        }
+    }
+
+    package init(store: TaskStore?, blobs: BlobStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots,
+         limits: Limits, resumeKey: [UInt8], logger: Logger)
+    {
+        self.resumeKey = resumeKey
+        self.store = store
+        self.blobs = blobs
+        self.engine = engine
+        self.layout = layout
+        self.allowedRoots = allowedRoots
+        self.limits = limits
+        self.logger = logger
+        clock = EventLoop(name: "service-timers")
+        clock.start()
+    }
+
+    package func shutdown() {
+        // Webhook bookkeeping waiting for its batch is stored while the store is still open.
+        for session in registry.all { session.locked { session.channel }?.saveNow() }
+        clock.stopAndJoin()
+    }
+
+    // MARK: persistence
+
+    /// Runs `work` in the next group commit for a durable session, with `events` journaled in the
+    /// same transaction, then `then`; the events reach listeners once committed. For an ephemeral
+    /// session nothing is written: the events join its in-memory journal and `then` runs at once.
+    /// Events a running transfer of `entry` reported and that were not stored yet go first: they
+    /// are taken where they are numbered, so a flush and a completion cannot swap them.
+    func persist(_ session: SessionState, events drafts: [EventDraft] = [], reportedBy entry: TaskEntry? = nil,
+                 _ work: @escaping (Database) throws -> Void, then: @escaping @Sendable (Result<Void, Error>) -> Void)
+    {
+        guard session.mode.isDurable, let store else {
+            session.feed.serially {
+                let events = journal(drafts, reportedBy: entry, in: session)
+                session.locked { session.memoryJournal.append(contentsOf: events) }
+                session.feed.publish(events)
+            }
+            return then(.success(()))
+        }
+        // Numbering and queueing together, so seqs reach the single writer in order; it commits
+        // and publishes in that order.
+        session.feed.serially {
+            let events = journal(drafts, reportedBy: entry, in: session)
+            store.writer.submit({ db in
+                try work(db)
+                try EventStore.insert(events, db)
+            }) { result in
+                if case .success = result { session.feed.publish(events) }
+                then(result)
+            }
+        }
+    }
+
+    /// Numbers the drafts in the session's sequence (called inside `feed.serially`). The end of a
+    /// busy period (`session.all_tasks_finished`, urlSessionDidFinishEvents) is decided here, in
+    /// seq order: of several tasks completing at once, the one numbered last ends it.
+    private func journal(_ drafts: [EventDraft], reportedBy entry: TaskEntry?, in session: SessionState) -> [Event] {
+        let now = Timestamp.now()
+        return session.locked {
+            let all = (entry?.takePendingEvents() ?? []) + drafts
+            guard !all.isEmpty else { return [] }
+            var events: [Event] = []
+            func append(_ draft: EventDraft) {
+                events.append(Event(id: Event.newID(), seq: session.nextEventSeq, session: session.identifier, type: draft.type,
+                                    task: draft.task, at: now, data: draft.data))
+                session.nextEventSeq += 1
+            }
+            for draft in all {
+                append(draft)
+                guard draft.endsBusyTask else { continue }
+                session.busyTasksEnding += 1
+                if session.busyCount <= session.busyTasksEnding { append(EventDraft(.sessionAllTasksFinished, task: nil)) }
+            }
+            return events
+        }
+    }
+
+    /// Stores a task's new record (with `also` and `events`, in the same transaction), then
+    /// publishes it: its completion, or what an attempt's end made of it (progress, response,
+    /// phase). The latter never changes `state`, which suspend and resume decide: one of those
+    /// may have been decided since the record was taken, and be committed before or after it.
+    /// The task is encoded once, here (not on the writer thread), for its row, its cached reply
+    /// (when completed) and any event that carries it (`api` is passed to `events`).
+    func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
+                events: ([UInt8]) -> [EventDraft] = { _ in [] },
+                also: ((Database) throws -> Void)? = nil, then: (@Sendable () -> Void)? = nil)
+    {
+        let api = record.jsonBytes()
+        let document = record.storageDocument(api: api)
+        persist(session, events: events(api), reportedBy: entry, { db in
+            if record.isCompleted {
+                try TaskStore.updateTask(record, document: document, db)
+            } else {
+                try TaskStore.updateTaskKeepingState(record, document: document, db)
+            }
+            try also?(db)
+        }) { [self] result in
+            if case .failure(let error) = result {
+                logger.error("cannot store task", metadata: ["task": "\(session.identifier)/\(record.id)", "error": "\(error)"])
+            }
+            publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted)
+            then?()
+        }
+    }
+
+    /// Makes `record` the current state of `entry`, keeping counts and waking long-polls. A change
+    /// decided before the task completed (and not stored over it either) is dropped here too: a
+    /// completed task stays completed. With `keepingState` the entry's state stays as it is now
+    /// (see `commit`).
+    func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil,
+                 keepingState: Bool = false)
+    {
+        let waiters: [@Sendable (TaskRecord) -> Void]? = session.locked {
+            if entry.record.isCompleted && !record.isCompleted { return nil }
+            if record.isCompleted && entry.endingBusy {
+                entry.endingBusy = false
+                session.busyTasksEnding -= 1
+            }
+            var record = record, encoded = encoded
+            if keepingState && record.state != entry.record.state {
+                record.state = entry.record.state
+                encoded = nil
+            }
+            session.count(from: entry.record.state, to: record.state)
+            entry.setRecord(record, encoded: encoded)
+            guard record.isCompleted else { return [] }
+            defer { entry.completionWaiters = [] }
+            return entry.completionWaiters
+        }
+        guard let waiters else { return }
+        for waiter in waiters { waiter(record) }
+        if record.isCompleted {
+            registry.noteCompleted(session, taskID: record.id)
+            checkInvalidation(session)
+        }
+    }
+
+    // MARK: lookups
+
+    package func session(_ identifier: String) throws(Refusal) -> SessionState {
+        guard let session = registry.session(identifier) else { throw Refusal.notFound("session \(identifier)") }
+        return session
+    }
+
+    /// The task's current record: from memory, or for a durable session's completed task that was
+    /// dropped from memory, from the store.
+    package func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
+        if let snapshot = session.locked({ session.tasks[id].flatMap { $0.deleted ? nil : $0.snapshot } }) {
+            return snapshot
+        }
+        if session.mode.isDurable, let store, let stored = try? store.loadTask(session: session.identifier, id: id) {
+            return stored
+        }
+        throw Refusal.notFound("task \(id)")
+    }
+
+    /// The task object as the API returns it, encoded (cached for tasks that are not moving).
+    package func taskJSON(_ session: SessionState, _ id: String) throws(Refusal) -> [UInt8] {
+        if let bytes = session.locked({ session.tasks[id].flatMap { $0.deleted ? nil : $0.json } }) { return bytes }
+        return try record(session, id).jsonBytes()
+    }
+
+    /// The in-memory entry of a task that has not completed (every such task is in memory).
+    func liveEntry(_ session: SessionState, _ id: String) -> TaskEntry? {
+        session.locked { session.tasks[id].flatMap { $0.deleted ? nil : $0 } }
+    }
+}

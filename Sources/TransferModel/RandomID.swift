@@ -1,0 +1,69 @@
+import Reactor
+
+/// Identifiers: 20 characters of `[a-z0-9]` — the creation time in milliseconds (9 characters of
+/// base 36, good until the year 5138) followed by 11 random characters (about 57 bits), so that
+/// uniqueness need not be checked: two ids collide only if made in the same millisecond with the
+/// same random part. Time comes first because ids are index keys (tasks by session and id, events
+/// by id): keys that grow are appended at an index's end, while random keys rewrote pages all
+/// over an index that grows with every task, and each of those pages went to the WAL again at
+/// every commit. Ids are names, not secrets (secrets use the system generator directly).
+///
+/// The random part is drawn from xoshiro256** seeded once from the system generator: the system
+/// generator makes a getrandom(2) call per number, which showed up in profiles at thousands of ids
+/// a second.
+package enum RandomID {
+    /// Base-36 digits in ASCII order, so that ids sort as their times do.
+    private static let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
+    private static let state = Locked(Xoshiro256StarStar())
+    private static let timeDigits = 9
+    private static let randomDigits = 11
+
+    package static func make(at time: Timestamp = .now()) -> String {
+        var out = [UInt8](repeating: 0, count: timeDigits + randomDigits)
+        var millis = UInt64(max(0, time.milliseconds))
+        for i in (0..<timeDigits).reversed() {
+            out[i] = digits[Int(millis % 36)]
+            millis /= 36
+        }
+        state.withLock { generator in
+            var bits: UInt64 = 0
+            var left = 0
+            for i in timeDigits..<out.count {
+                // 6 bits give 0...63; values over 35 are drawn again, so every character is
+                // equally likely.
+                var v = 64
+                while v >= digits.count {
+                    if left < 6 { bits = generator.next(); left = 64 }
+                    v = Int(bits & 63)
+                    bits >>= 6
+                    left -= 6
+                }
+                out[i] = digits[v]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+struct Xoshiro256StarStar: RandomNumberGenerator {
+    private var s: (UInt64, UInt64, UInt64, UInt64)
+
+    package init() {
+        var system = SystemRandomNumberGenerator()
+        s = (system.next(), system.next(), system.next(), system.next())
+    }
+
+    mutating func next() -> UInt64 {
+        let result = rotl(s.1 &* 5, 7) &* 9
+        let t = s.1 << 17
+        s.2 ^= s.0
+        s.3 ^= s.1
+        s.1 ^= s.2
+        s.0 ^= s.3
+        s.2 ^= t
+        s.3 = rotl(s.3, 45)
+        return result
+    }
+
+    private func rotl(_ x: UInt64, _ k: UInt64) -> UInt64 { (x << k) | (x >> (64 - k)) }
+}

@@ -1,0 +1,43 @@
+/// A request the service refuses, in the domain's terms: why (`reason`), our stable machine `code`,
+/// a human `detail`, and for validation failures the `field` at fault (a path such as
+/// `tasks[2].request.url`). The API turns it into an RFC 9457 problem document; only the API knows
+/// which HTTP status each reason is.
+package struct Refusal: Error, Sendable {
+    package enum Reason: Sendable {
+        /// The request cannot be read (malformed JSON, a bad header).
+        case malformed
+        /// A field's value is wrong, or names something that cannot be used.
+        case invalid
+        case forbidden
+        case notFound
+        /// The resource's state does not allow it (an invalidating session, a task id in use).
+        case conflict
+        /// It existed and is gone for good (a swept file or body).
+        case gone
+        case unsupportedMediaType
+        case rangeNotSatisfiable
+        case insufficientStorage
+        /// The store cannot be reached.
+        case unavailable
+        case internalError
+    }
+
+    package let reason: Reason
+    package let code: String
+    package let detail: String
+    package var field: String?
+
+    package init(_ reason: Reason, _ code: String, _ detail: String, field: String? = nil) {
+        self.reason = reason
+        self.code = code
+        self.detail = detail
+        self.field = field
+    }
+
+    /// A field whose value is wrong.
+    package static func invalid(_ field: String, _ detail: String, code: String = "validation_failed") -> Refusal {
+        Refusal(.invalid, code, "\(field): \(detail)", field: field)
+    }
+
+    package static func notFound(_ what: String) -> Refusal { Refusal(.notFound, "not_found", "\(what) does not exist") }
+}

@@ -1,0 +1,74 @@
+/// A session's `configuration` (PRODUCT.md), validated, with defaults filled in.
+package struct SessionConfiguration: Sendable, Equatable {
+    package struct Cookies: Sendable, Equatable {
+        package enum Accept: String, Sendable { case always, never, sameDomain = "same_domain" }
+        package var accept: Accept = .always
+        package var send = true
+    }
+
+    /// Credentials for a host (optionally one port and a path prefix). The secret (password or
+    /// token) is never echoed, logged, or written anywhere for an ephemeral session.
+    package struct Credential: Sendable, Equatable {
+        package enum Scheme: String, Sendable { case basic, digest, bearer }
+        package var host: String
+        package var port: Int?
+        package var pathPrefix: String?
+        package var scheme: Scheme
+        package var username: String?
+        package var secret: String
+    }
+
+    package struct Redirects: Sendable, Equatable {
+        package var follow = true
+        package var max = 16
+    }
+
+    package struct Retry: Sendable, Equatable {
+        package var maxAttempts = 5
+        package var backoffInitial: Double = 1
+        package var backoffMax: Double = 300
+        package var onHTTPStatus: [Int] = []
+    }
+
+    package struct Proxy: Sendable, Equatable {
+        package var url: String
+        package var noProxy: String?
+    }
+
+    /// Paths under an `--allow-path` root, read when the session is configured (and at start).
+    package struct TLS: Sendable, Equatable {
+        package var caFile: String?
+        package var clientCertFile: String?
+        package var clientKeyFile: String?
+        package var pinnedPublicKey: String?
+    }
+
+    package var headers: [Header] = []
+    package var timeoutRequest: Double = 60
+    package var timeoutResource: Double = 604_800
+    package var maxConnectionsPerHost = 6
+    package var maxConcurrentTasks = 64
+    var waitsForConnectivity: Bool?
+    package var discretionary = false
+    package var cookies = Cookies()
+    package var credentials: [Credential] = []
+    package var redirects = Redirects()
+    package var retry = Retry()
+    package var maxBytesPerSecond: Int64?
+    package var proxy: Proxy?
+    package var tls: TLS?
+
+    /// `waits_for_connectivity` defaults to true for background sessions only.
+    package func waitsForConnectivity(mode: SessionMode) -> Bool { waitsForConnectivity ?? (mode == .background) }
+}
+
+/// A request header field, checked so it cannot smuggle a second header or request.
+package struct Header: Sendable, Equatable {
+    package let name: String
+    package let value: String
+
+    package init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}

@@ -1,0 +1,117 @@
+/// URLSessionTask kinds.
+package enum TaskKind: String, Sendable {
+    case data, download, upload
+}
+
+/// URLSessionTask.State.
+package enum TaskState: String, Sendable, CaseIterable {
+    case suspended, running, canceling, completed
+}
+
+/// Finer than the state: where a running task is.
+package enum TaskPhase: String, Sendable {
+    case waiting, scheduled, connecting, transferring, retrying, finished
+}
+
+/// The stable error codes of PRODUCT.md.
+package enum TaskErrorCode: String, Sendable {
+    case cancelled, interrupted, timedOut = "timed_out", cannotFindHost = "cannot_find_host"
+    case cannotConnectToHost = "cannot_connect_to_host", networkConnectionLost = "network_connection_lost"
+    case badURL = "bad_url", unsupportedURL = "unsupported_url", tooManyRedirects = "too_many_redirects"
+    case badServerResponse = "bad_server_response", serverCertificateUntrusted = "server_certificate_untrusted"
+    case clientCertificateRejected = "client_certificate_rejected"
+    case userAuthenticationRequired = "user_authentication_required"
+    case cannotWriteToFile = "cannot_write_to_file", cannotOpenFile = "cannot_open_file"
+    case fileDoesNotExist = "file_does_not_exist", checksumMismatch = "checksum_mismatch"
+    case blockedByPolicy = "blocked_by_policy", dataLengthExceedsMaximum = "data_length_exceeds_maximum"
+    case resumeDataInvalid = "resume_data_invalid"
+}
+
+package struct TaskError: Sendable, Equatable {
+    package var code: TaskErrorCode
+    package var message: String
+    var curlCode: Int?
+    package var resumeData: String?
+
+    package init(code: TaskErrorCode, message: String, curlCode: Int? = nil, resumeData: String? = nil) {
+        self.code = code
+        self.message = message
+        self.curlCode = curlCode
+        self.resumeData = resumeData
+    }
+}
+
+/// What the origin answered (the final response, after redirects).
+package struct TaskResponse: Sendable, Equatable {
+    var status: Int
+    package var headers: [Header]
+    var mimeType: String?
+    var expectedContentLength: Int64?
+    package var suggestedFilename: String?
+
+    package init(status: Int, headers: [Header], mimeType: String?, expectedContentLength: Int64?, suggestedFilename: String?) {
+        self.status = status
+        self.headers = headers
+        self.mimeType = mimeType
+        self.expectedContentLength = expectedContentLength
+        self.suggestedFilename = suggestedFilename
+    }
+}
+
+package struct TaskProgress: Sendable, Equatable {
+    package var bytesReceived: Int64 = 0
+    package var bytesExpectedToReceive: Int64 = -1
+    package var bytesSent: Int64 = 0
+    package var bytesExpectedToSend: Int64 = -1
+    package var bytesPerSecond: Double = 0
+
+    var fraction: Double? {
+        if bytesExpectedToSend > 0 && bytesSent < bytesExpectedToSend {
+            return Double(bytesSent) / Double(bytesExpectedToSend)
+        }
+        guard bytesExpectedToReceive > 0 else { return nil }
+        return min(1, Double(bytesReceived) / Double(bytesExpectedToReceive))
+    }
+}
+
+/// A finished download: where it is, how big, its sha256.
+package struct DownloadResult: Sendable, Equatable {
+    package var location: String
+    package var size: Int64
+    package var sha256: String
+
+    package init(location: String, size: Int64, sha256: String) {
+        self.location = location
+        self.size = size
+        self.sha256 = sha256
+    }
+}
+
+package struct TaskMetrics: Sendable, Equatable {
+    package var attempts = 0
+    package var redirectCount = 0
+    package var remoteAddress: String?
+    package var httpProtocol: String?
+    package var reusedConnection = false
+    package var dnsMs = 0.0, connectMs = 0.0, tlsMs = 0.0, firstByteMs = 0.0, totalMs = 0.0
+}
+
+/// Where a task's request body comes from (PRODUCT.md "Tasks": inline text or base64, a blob, a
+/// file under an allowed root, or the file of a finished download).
+package enum BodySource: Sendable, Equatable {
+    /// Held in the task itself: small inline bodies, and every inline body of an ephemeral session.
+    case inline([UInt8])
+    /// A blob; `owned` when it is this task's own inline body, spooled to disk, and goes with it.
+    case blob(id: String, owned: Bool)
+    case file(String)
+    /// The downloaded file of another task of the same session.
+    case task(String)
+}
+
+/// A `multipart/form-data` body built around the file (RFC 7578).
+package struct MultipartSpec: Sendable, Equatable {
+    package var field = "file"
+    package var filename: String?
+    package var mimeType = "application/octet-stream"
+    package var fields: [Header] = []
+}

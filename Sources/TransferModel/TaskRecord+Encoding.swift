@@ -1,0 +1,191 @@
+import JSON
+
+extension TaskRecord {
+    /// The task object of the API. With `storage`, also the fields transferd keeps for itself
+    /// (the stored form is this same document, so one encoder serves both).
+    package func encode(into json: inout JSONWriter, storage: Bool = false) {
+        json.beginObject()
+        json.key("id"); json.string(id)
+        json.key("session"); json.string(session)
+        json.key("kind"); json.string(kind.rawValue)
+        json.key("state"); json.string(state.rawValue)
+        json.key("phase"); json.string(phase.rawValue)
+        json.key("priority"); json.double(priority)
+        json.key("description"); json.optionalString(description)
+        json.key("request"); json.beginObject()
+        json.key("url"); json.string(url)
+        json.key("method"); json.string(method)
+        json.key("headers"); TaskRecord.encodeHeaders(headers, into: &json)
+        json.key("body")
+        switch body {
+        case nil: json.null()
+        case .inline(let bytes)?: json.beginObject(); json.key("size"); json.int(bytes.count); json.endObject()
+        case .blob(let id, let owned)?:
+            json.beginObject()
+            if owned { json.key("size"); json.int(progress.bytesExpectedToSend) } else { json.key("blob"); json.string(id) }
+            json.endObject()
+        case .file(let path)?: json.beginObject(); json.key("file"); json.string(path); json.endObject()
+        case .task(let id)?: json.beginObject(); json.key("task"); json.string(id); json.endObject()
+        }
+        json.endObject()
+        if let multipart {
+            json.key("multipart"); json.beginObject()
+            json.key("field"); json.string(multipart.field)
+            json.key("filename"); json.optionalString(multipart.filename)
+            json.key("mime_type"); json.string(multipart.mimeType)
+            json.key("fields"); TaskRecord.encodeHeaders(multipart.fields, into: &json)
+            json.endObject()
+        }
+        if let destination {
+            json.key("download"); json.beginObject(); json.key("destination"); json.string(destination); json.endObject()
+        }
+        if let checksumSHA256 {
+            json.key("checksum"); json.beginObject(); json.key("sha256"); json.string(checksumSHA256); json.endObject()
+        }
+        json.key("begin_at"); json.optionalString(beginAt?.rfc3339)
+        json.key("current_url"); json.optionalString(currentURL)
+        json.key("response")
+        if let response { response.encode(into: &json) } else { json.null() }
+        json.key("progress"); encodeProgress(into: &json)
+        json.key("result")
+        if let result {
+            json.beginObject()
+            json.key("location"); json.string(result.location)
+            json.key("size"); json.int(result.size)
+            json.key("sha256"); json.string(result.sha256)
+            json.endObject()
+        } else {
+            json.null()
+        }
+        json.key("error")
+        if let error {
+            json.beginObject()
+            json.key("code"); json.string(error.code.rawValue)
+            json.key("message"); json.string(error.message)
+            json.key("curl_code"); if let c = error.curlCode { json.int(c) } else { json.null() }
+            json.key("resume_data"); json.optionalString(error.resumeData)
+            json.endObject()
+        } else {
+            json.null()
+        }
+        json.key("metrics"); encode(metrics, into: &json)
+        json.key("created_at"); json.string(createdAt.rfc3339)
+        json.key("started_at"); json.optionalString(startedAt?.rfc3339)
+        json.key("completed_at"); json.optionalString(completedAt?.rfc3339)
+        json.key("next_attempt_at"); json.optionalString(nextAttemptAt?.rfc3339)
+        if storage { encodeInternal(into: &json) }
+        json.endObject()
+    }
+
+    /// The stored document built from the API encoding (`api`): the same object with `_internal`
+    /// added, so a new task is encoded once for its row and its reply.
+    package func storageDocument(api: [UInt8]) -> [UInt8] {
+        var json = JSONWriter(capacity: 256)
+        json.beginObject()
+        encodeInternal(into: &json)
+        json.endObject()
+        // `{…}` + `{"_internal":…}` → `{…,"_internal":…}`
+        var doc = api
+        doc.removeLast()
+        doc.append(0x2C)
+        doc.append(contentsOf: json.bytes.dropFirst())
+        return doc
+    }
+
+    private func encodeInternal(into json: inout JSONWriter) {
+        json.key("_internal"); json.beginObject()
+        json.key("sequence"); json.int(sequence)
+        json.key("idempotency_key"); json.optionalString(idempotencyKey)
+        json.key("idempotency_hash"); json.optionalString(idempotencyHash)
+        json.key("validator"); json.optionalString(validator)
+        json.key("body_location"); json.optionalString(bodyLocation)
+        if let resumeFrom {
+            json.key("resume_from"); json.beginObject()
+            json.key("url"); json.string(resumeFrom.url)
+            json.key("validator"); json.string(resumeFrom.validator)
+            json.key("offset"); json.int(resumeFrom.offset)
+            json.key("partial"); json.string(resumeFrom.partial)
+            json.key("destination"); json.optionalString(resumeFrom.destination)
+            json.key("origin"); json.string(resumeFrom.origin)
+            json.endObject()
+        }
+        switch body {
+        case .inline(let bytes)?: json.key("body_inline"); json.string(Base64.encode(bytes))
+        case .blob(let id, let owned)?: json.key("body_blob"); json.string(id); json.key("body_blob_owned"); json.bool(owned)
+        case .file(let path)?: json.key("body_file"); json.string(path)
+        case .task(let id)?: json.key("body_task"); json.string(id)
+        case nil: break
+        }
+        json.endObject()
+    }
+
+    static func encodeHeaders(_ headers: [Header], into json: inout JSONWriter) {
+        // Repeated fields are combined as RFC 9110 §5.3 allows; the object keeps first-seen order.
+        var order: [String] = []
+        var values: [String: [String]] = [:]
+        for h in headers {
+            if values[h.name] == nil { order.append(h.name) }
+            values[h.name, default: []].append(h.value)
+        }
+        json.beginObject()
+        for name in order {
+            json.key(escaping: name)
+            json.string(values[name]!.joined(separator: ", "))
+        }
+        json.endObject()
+    }
+
+    /// The `progress` member, also the data of `task.progress`.
+    package func encodeProgress(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("bytes_received"); json.int(progress.bytesReceived)
+        json.key("bytes_expected_to_receive"); json.int(progress.bytesExpectedToReceive)
+        json.key("bytes_sent"); json.int(progress.bytesSent)
+        json.key("bytes_expected_to_send"); json.int(progress.bytesExpectedToSend)
+        json.key("fraction"); if let f = progress.fraction { json.double(f) } else { json.null() }
+        json.key("bytes_per_second"); json.double(progress.bytesPerSecond.rounded())
+        json.endObject()
+    }
+
+    private func encode(_ metrics: TaskMetrics, into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("attempts"); json.int(metrics.attempts)
+        json.key("redirect_count"); json.int(metrics.redirectCount)
+        json.key("remote_address"); json.optionalString(metrics.remoteAddress)
+        json.key("protocol"); json.optionalString(metrics.httpProtocol)
+        json.key("reused_connection"); json.bool(metrics.reusedConnection)
+        json.key("timings_ms"); json.beginObject()
+        json.key("dns"); json.double(metrics.dnsMs)
+        json.key("connect"); json.double(metrics.connectMs)
+        json.key("tls"); json.double(metrics.tlsMs)
+        json.key("first_byte"); json.double(metrics.firstByteMs)
+        json.key("total"); json.double(metrics.totalMs)
+        json.endObject()
+        json.endObject()
+    }
+
+    package func jsonBytes() -> [UInt8] {
+        var json = JSONWriter(capacity: 1024)
+        encode(into: &json)
+        return json.bytes
+    }
+}
+
+extension TaskResponse {
+    package func jsonBytes() -> [UInt8] {
+        var json = JSONWriter()
+        encode(into: &json)
+        return json.bytes
+    }
+
+    /// The `response` member of a task, also the data of `task.response_received`.
+    func encode(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("status"); json.int(status)
+        json.key("headers"); TaskRecord.encodeHeaders(headers, into: &json)
+        json.key("mime_type"); json.optionalString(mimeType)
+        json.key("expected_content_length"); if let n = expectedContentLength { json.int(n) } else { json.null() }
+        json.key("suggested_filename"); json.optionalString(suggestedFilename)
+        json.endObject()
+    }
+}

@@ -1,0 +1,60 @@
+/// Everything transferd knows of one task: the API's task object plus what it needs to run and
+/// resume it. A value: copies are snapshots; the registry holds the current one.
+package struct TaskRecord: Sendable {
+    package let session: String
+    package let id: String
+    /// Creation order within the session: list order and pagination cursor.
+    package let sequence: Int64
+    package let kind: TaskKind
+    package var state: TaskState
+    package var phase: TaskPhase
+    package var priority: Double
+    package var description: String?
+    package var url: String
+    package var method: String
+    package var headers: [Header]
+    package var body: BodySource?
+    package var multipart: MultipartSpec?
+    package var destination: String?
+    package var checksumSHA256: String?
+    package var beginAt: Timestamp?
+    package var currentURL: String?
+    package var response: TaskResponse?
+    package var progress = TaskProgress()
+    package var result: DownloadResult?
+    package var error: TaskError?
+    package var metrics = TaskMetrics()
+    package let createdAt: Timestamp
+    package var startedAt: Timestamp?
+    package var completedAt: Timestamp?
+    package var nextAttemptAt: Timestamp?
+    package var idempotencyKey: String?
+    /// sha256 of the creation body, so a retried `Idempotency-Key` can be told from a reused one.
+    package var idempotencyHash: String?
+    /// ETag or Last-Modified of the partial file, for `If-Range` when the transfer continues.
+    package var validator: String?
+    /// Where the response body (data and upload tasks) is kept, for `…/body`.
+    package var bodyLocation: String?
+    /// Resume data this task was created from, until its partial file is taken over.
+    package var resumeFrom: ResumeData?
+
+    package init(session: String, id: String, sequence: Int64, kind: TaskKind, url: String, method: String, createdAt: Timestamp) {
+        self.session = session
+        self.id = id
+        self.sequence = sequence
+        self.kind = kind
+        self.url = url
+        self.method = method
+        self.createdAt = createdAt
+        state = .suspended
+        phase = .waiting
+        priority = 0.5
+        headers = []
+    }
+
+    package var isCompleted: Bool { state == .completed }
+
+    /// A partial file of this task may be continued with `Range`: a download by GET. Other
+    /// methods are not safe to repeat as a range, and data and upload bodies are not files kept.
+    package var isResumable: Bool { kind == .download && method == "GET" }
+}

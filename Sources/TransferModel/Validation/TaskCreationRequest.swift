@@ -1,0 +1,157 @@
+import JSON
+import TransferEngine
+
+/// A validated `POST …/tasks` body (one element of `tasks:batch`).
+package struct TaskCreationRequest: Sendable {
+    package var id: String?
+    package var kind: TaskKind
+    package var url: String
+    package var method: String
+    package var headers: [Header]
+    package var body: BodySource?
+    package var multipart: MultipartSpec?
+    package var destination: String?
+    package var checksumSHA256: String?
+    package var priority: Double
+    package var beginAt: Timestamp?
+    package var description: String?
+    package var start: Bool
+    /// `resume_data` as given; `resumeFrom` once verified (`TaskCoordinator.resolveResumeData`).
+    package var resumeToken: String?
+    package var resumeFrom: ResumeData?
+
+    package static func parse(_ value: JSONValue, field: String) throws(Refusal) -> TaskCreationRequest {
+        var r = try ObjectReader(value, path: field)
+        let kindText = try r.requiredString("kind")
+        guard let kind = TaskKind(rawValue: kindText) else {
+            throw Refusal.invalid(r.field("kind"), "must be data, download or upload")
+        }
+        let id = try r.string("id", maxLength: 200)
+        if let id, !IdentifierValidation.isValid(id) {
+            throw Refusal.invalid(r.field("id"), "must be 1–200 characters of A-Z a-z 0-9 . _ - (not . or ..)")
+        }
+        let resumeToken = try r.string("resume_data", maxLength: 64 * 1024)
+        if resumeToken != nil && kind != .download {
+            throw Refusal.invalid(r.field("resume_data"), "is only for download tasks")
+        }
+        // A download made from resume data needs no request: the URL is in the data.
+        var request = try r.object("request")
+        if request == nil && resumeToken != nil { request = try ObjectReader(.object([]), path: "request") }
+        guard request != nil else { throw Refusal.invalid(r.field("request"), "is required") }
+        let url = try request!.string("url", maxLength: 8192) ?? ""
+        if resumeToken == nil || !url.isEmpty {
+            guard !url.isEmpty else { throw Refusal.invalid(request!.field("url"), "is required") }
+            try validateURL(url, field: request!.field("url"))
+        }
+        let method = try request!.string("method", maxLength: 32) ?? (kind == .upload ? "PUT" : "GET")
+        guard !method.isEmpty, method.utf8.allSatisfy(HeaderValidation.isTokenChar) else {
+            throw Refusal.invalid(request!.field("method"), "is not a valid HTTP method")
+        }
+        let headers = try HeaderValidation.validate(try request!.stringMap("headers") ?? [], field: request!.field("headers"))
+        let inlineBody = try parseBody(&request!)
+        try request!.finish()
+        let uploadBody = try parseUpload(&r)
+        if inlineBody != nil && uploadBody != nil {
+            throw Refusal.invalid(r.field("upload"), "give the body either as request.body or as upload, not both")
+        }
+        let body = inlineBody ?? uploadBody
+        if kind == .upload && body == nil {
+            throw Refusal.invalid(r.field("upload"), "an upload task needs upload.from_blob, upload.from_file, upload.from_task or request.body")
+        }
+        let multipart = try parseMultipart(&r)
+        if multipart != nil && body == nil {
+            throw Refusal.invalid(r.field("multipart"), "multipart needs a body to wrap (upload or request.body)")
+        }
+
+        var destination: String?
+        if var d = try r.object("download") {
+            guard kind == .download else { throw Refusal.invalid(d.path, "is only for download tasks") }
+            destination = try d.requiredString("destination", maxLength: 4096)
+            try d.finish()
+        }
+        var checksum: String?
+        if var c = try r.object("checksum") {
+            let hex = try c.requiredString("sha256").lowercased()
+            guard hex.utf8.count == 64, hex.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+                throw Refusal.invalid(c.field("sha256"), "must be 64 hexadecimal digits")
+            }
+            guard kind == .download else { throw Refusal.invalid(c.path, "is only for download tasks") }
+            checksum = hex
+            try c.finish()
+        }
+        let priority = try r.number("priority", in: 0...1) ?? 0.5
+        var beginAt: Timestamp?
+        if let text = try r.string("begin_at", maxLength: 64) {
+            guard let t = Timestamp(rfc3339: text) else {
+                throw Refusal.invalid(r.field("begin_at"), "must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z")
+            }
+            beginAt = t
+        }
+        let description = try r.string("description", maxLength: 4096)
+        let start = try r.bool("start") ?? true
+        try r.finish()
+        return TaskCreationRequest(id: id, kind: kind, url: url, method: method, headers: headers, body: body,
+                                   multipart: multipart, destination: destination, checksumSHA256: checksum, priority: priority,
+                                   beginAt: beginAt, description: description, start: start, resumeToken: resumeToken)
+    }
+
+    /// Only absolute http and https URLs (PRODUCT.md "Security"), as curl parses them. `field` is
+    /// built only for a complaint.
+    static func validateURL(_ url: String, field: @autoclosure () -> String) throws(Refusal) {
+        guard let parts = URLParts(url), !parts.host.isEmpty || !parts.isHTTP else {
+            throw Refusal.invalid(field(), "is not a valid absolute URL", code: "bad_url")
+        }
+        guard parts.isHTTP else {
+            throw Refusal.invalid(field(), "scheme \(parts.scheme) is not supported; only http and https", code: "unsupported_url")
+        }
+    }
+
+    /// `request.body`: exactly one of `text`, `base64` (inline) or `blob`.
+    private static func parseBody(_ request: inout ObjectReader) throws(Refusal) -> BodySource? {
+        guard var b = try request.object("body") else { return nil }
+        let text = try b.string("text", maxLength: 1 << 20)
+        let base64 = try b.string("base64", maxLength: 4 << 20)
+        let blob = try b.string("blob", maxLength: 64)
+        try b.finish()
+        switch (text, base64, blob) {
+        case (let t?, nil, nil): return .inline(Array(t.utf8))
+        case (nil, let e?, nil):
+            guard let decoded = Base64.decode(e) else { throw Refusal.invalid(b.field("base64"), "is not valid base64") }
+            return .inline(decoded)
+        case (nil, nil, let id?): return .blob(id: id, owned: false)
+        default:
+            throw Refusal.invalid(b.path, "needs exactly one of text, base64 or blob")
+        }
+    }
+
+    /// `upload`: exactly one of `from_blob`, `from_file` or `from_task`.
+    private static func parseUpload(_ r: inout ObjectReader) throws(Refusal) -> BodySource? {
+        guard var u = try r.object("upload") else { return nil }
+        let blob = try u.string("from_blob", maxLength: 64)
+        let file = try u.string("from_file", maxLength: 4096)
+        let task = try u.string("from_task", maxLength: 200)
+        try u.finish()
+        switch (blob, file, task) {
+        case (let id?, nil, nil): return .blob(id: id, owned: false)
+        case (nil, let path?, nil): return .file(path)
+        case (nil, nil, let id?): return .task(id)
+        default: throw Refusal.invalid(u.path, "needs exactly one of from_blob, from_file or from_task")
+        }
+    }
+
+    private static func parseMultipart(_ r: inout ObjectReader) throws(Refusal) -> MultipartSpec? {
+        guard var m = try r.object("multipart") else { return nil }
+        var spec = MultipartSpec()
+        spec.field = try m.string("field", maxLength: 256) ?? "file"
+        spec.filename = try m.string("filename", maxLength: 1024)
+        spec.mimeType = try m.string("mime_type", maxLength: 256) ?? "application/octet-stream"
+        guard spec.mimeType.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), spec.mimeType.contains("/") else {
+            throw Refusal.invalid(m.field("mime_type"), "must be a media type such as image/jpeg")
+        }
+        let pairs = try m.stringMap("fields") ?? []
+        guard pairs.count <= 256 else { throw Refusal.invalid(m.field("fields"), "has more than 256 fields") }
+        spec.fields = pairs.map { Header(name: $0.0, value: $0.1) }
+        try m.finish()
+        return spec
+    }
+}
