@@ -367,7 +367,7 @@ def cmd_report(args):
             print(f"  {workload:9} {tool:10} " + "  ".join(f"{v:,.0f}" for v in values))
     print()
     head = (f"{'workload':26} {'unit':8} {'transferd':>10} {'curl':>10} {'aria2c':>10} {'nginx':>10} "
-            f"{'t/curl':>7} {'t/aria2c':>8} {'t/nginx':>7}  {'bar (PRODUCT.md)':24} verdict")
+            f"{'t/curl':>7} {'t/aria2c':>8} {'t/nginx':>7}  {'bar':24} verdict")
     print(head)
     print("-" * len(head))
     for workload, (label, unit, anchors, bar, check) in WORKLOADS.items():

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HTTP request rate of transferd against the nginx anchor (PRODUCT.md "Bars it must reach").
+# HTTP request rate of transferd against the nginx anchor (bar: at least 0.5× nginx).
 #
 # Starts, on loopback, transferd with a token and an nginx serving a static JSON file of the same
 # size as transferd's `GET /v1` body, then runs the same `wrk` load against each in this run and

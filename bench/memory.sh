@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resident memory of transferd (PRODUCT.md "Bars it must reach": 10,000 concurrent slow transfers
+# Resident memory of transferd (bars: 10,000 concurrent slow transfers
 # in under 1 GiB resident; idle service under 30 MiB), and what each stored task costs.
 #
 # Read from /proc/<pid>/status (VmRSS = RssAnon + RssFile + RssShmem; VmHWM is the peak):

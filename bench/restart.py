@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Driver of bench/restart.sh: restart time with many tasks stored, and partial downloads resuming
-from their offset after the restart (PRODUCT.md "Bars": ready in under a second with 100,000 tasks).
+from their offset after the restart (bar: ready in under a second with 100,000 tasks).
 
 Fills one data directory with TOTAL tasks through `tasks:batch` (background sessions):
   - completed: downloads from a port nothing listens on, one attempt each, so they complete at once

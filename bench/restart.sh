@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Restart time with 100,000 tasks stored, and partial downloads resuming from their offset after
-# the restart (PRODUCT.md "Bars it must reach": ready in under a second).
+# the restart (bar: ready in under a second).
 #
 # Fills a fresh data directory through tasks:batch (completed tasks, tasks scheduled for tomorrow,
 # and slow downloads from a local origin caught mid-way), then stops transferd (SIGTERM, then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Upload throughput of transferd against `curl -T` measured in the same run (PRODUCT.md "Bars it
-# must reach", issue 4): one 1 GiB PUT to a local nginx (WebDAV PUT), three ways, taking turns:
+# Upload throughput of transferd against `curl -T` measured in the same run (bar: at least 1.0×
+# curl; issue 4): one 1 GiB PUT to a local nginx (WebDAV PUT), three ways, taking turns:
 #   curl      curl -T big.bin
 #   blob      an upload task from a blob holding the same bytes (stored before the clock starts)
 #   file      an upload task from the file itself (`upload.from_file`, under --allow-path)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Completion webhook latency (PRODUCT.md "Bars it must reach", issue 5): a `task.completed` webhook
+# Completion webhook latency (issue 5): a `task.completed` webhook
 # reaches a local receiver within 50 ms (p99) of the transfer's end.
 #
 # On loopback, nginx (Debian) is the origin — a small file — and the receiver (`POST /webhook`

@@ -1,5 +1,7 @@
 """Configuration: flags, their TRANSFERD_* environment fallbacks, validation at start, and the
-token rules of PRODUCT.md "Running it" and "Security"."""
+token rules: tokens come from `--api-token` (repeatable, comma-separated), else TRANSFERD_API_TOKEN,
+plus `--api-token-file`; they are printable ASCII without spaces or commas; without any token
+transferd serves loopback only and refuses a non-loopback `--listen`."""
 
 from __future__ import annotations
 

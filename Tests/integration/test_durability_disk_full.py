@@ -1,6 +1,7 @@
 """A full disk (ENOSPC) or a file over the size limit (EFBIG, RLIMIT_FSIZE) fails the task with
-`cannot_write_to_file`, removes its temporary file, and leaves transferd serving (PRODUCT.md error
-codes; ENGINEERING.md "Files on disk")."""
+`cannot_write_to_file`, removes its temporary file, and leaves transferd serving. A full disk is not
+retried. A file is written under a temporary name and renamed into place only once complete and
+fsynced, so nothing half-written is ever left at a final name."""
 
 from __future__ import annotations
 

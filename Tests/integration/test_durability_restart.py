@@ -1,4 +1,4 @@
-"""What a restart does, by session mode (PRODUCT.md "Session modes"), beyond the basics of
+"""What a restart does, by session mode (the table in README "Durability"), beyond the basics of
 test_tasks_durability.py: a background download continues from its offset (after SIGTERM and after
 kill -9), a task waiting to retry keeps its `next_attempt_at`, a default session's running download
 completes `interrupted` with resume data and its events, ephemeral leftovers beside destinations

@@ -1,4 +1,4 @@
-"""Resume data (PRODUCT.md "Tasks"): `cancel` with `produce_resume_data` hands out a signed, readable
+"""Resume data (README "Durability"): `cancel` with `produce_resume_data` hands out a signed, readable
 token; a download task created from it continues the partial file with `Range` + `If-Range` and
 reports `task.resumed_at_offset`; a changed validator or an origin that ignores ranges restarts the
 file from zero (never appends); an altered token is refused with `resume_data_invalid`; a download

@@ -1,4 +1,5 @@
-"""Retries (PRODUCT.md `retry`, `waits_for_connectivity`, `timeout_resource_s`): transient failures
+"""Retries (the session configuration's `retry`, `waits_for_connectivity`, `timeout_resource_s`; README
+"Durability"): transient failures
 and listed statuses are tried again with backoff while the task shows phase `retrying` and
 `next_attempt_at`; `Retry-After` is honoured; a download continues from its offset; attempts stop at
 `retry.max_attempts` or the resource timeout; a session waiting for connectivity keeps knocking until

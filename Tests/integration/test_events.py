@@ -1,4 +1,4 @@
-"""The event journal and its pull side (PRODUCT.md "Events and the delegate"): every event type in
+"""The event journal and its pull side (README "Events and webhooks"): every event type in
 order with `seq` per session, long-poll, Server-Sent Events with `Last-Event-ID` resume and
 heartbeats, acknowledgements and `pending_events`, re-attaching after a restart, and the events of
 invalidation. Webhooks are in test_webhooks.py."""

@@ -111,7 +111,7 @@ if __name__ == "_schemathesis_hooks":
 
     @schemathesis.hook
     def filter_failure(context, failure, case, response):
-        # Invalidating a session is asynchronous by contract (PRODUCT.md: `DELETE` is 202, the
+        # Invalidating a session is asynchronous by contract (`DELETE` is 202, the
         # session is `invalidating` until its unfinished tasks finish, then `invalidated`, and it
         # stays readable while its events are read): reading it, or its tasks, after the 202 is not
         # a use after free. Deleting a task (204) is synchronous and stays checked.

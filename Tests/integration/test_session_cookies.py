@@ -1,4 +1,4 @@
-"""Cookies per session (PRODUCT.md `configuration.cookies`, `POST …/reset|flush`,
+"""Cookies per session (the session configuration's `cookies`, `POST …/reset|flush`,
 `GET …/cookies`): kept per session and never shared, durable for default and background sessions,
 memory only for ephemeral ones, by the session's accept and send policy."""
 

@@ -1,4 +1,4 @@
-"""Credentials per session (PRODUCT.md `configuration.credentials`): basic, digest and bearer,
+"""Credentials per session (the session configuration's `credentials`): basic, digest and bearer,
 offered only to their host — never to another host or port after a redirect — a refusal ending
 the task with `user_authentication_required`, and secrets never shown, logged, or (for an
 ephemeral session) written."""

@@ -1,4 +1,4 @@
-"""A session behind a proxy (PRODUCT.md `configuration.proxy`): requests go through it (forward for
+"""A session behind a proxy (the session configuration's `proxy`, openapi.yaml): requests go through it (forward for
 http, CONNECT for https), `no_proxy` hosts are reached directly, and the network policy applies to
 the address actually connected to — the proxy's."""
 

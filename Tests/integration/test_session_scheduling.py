@@ -1,7 +1,7 @@
-"""Bandwidth and scheduling (PRODUCT.md `max_bytes_per_second`, `discretionary`, fairness across
-sessions). Rates are the product's promise — within ±15% over about ten seconds — measured over
-whole tasks: the bytes they moved divided by the time from the first task's start to the last
-one's completion (transferd's own timestamps: the origin's socket buffers would hide the pace)."""
+"""Bandwidth and scheduling (the session configuration's `max_bytes_per_second` and `discretionary`,
+`--max-bytes-per-second`, fairness across sessions). Rates are the product's promise — within ±15%
+over about ten seconds — measured over whole tasks: the bytes they moved divided by the time from
+the first task's start to the last one's completion (transferd's own timestamps: the origin's socket buffers would hide the pace)."""
 
 from __future__ import annotations
 

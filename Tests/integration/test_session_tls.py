@@ -1,4 +1,4 @@
-"""TLS per session (PRODUCT.md `configuration.tls`): a CA file, a pinned public key and a client
+"""TLS per session (the session configuration's `tls`): a CA file, a pinned public key and a client
 certificate, with certificates made by `openssl` in the test; verification always on. Files
 must lie under an `--allow-path` root."""
 

@@ -1,4 +1,4 @@
-"""Sessions (PRODUCT.md "Sessions"): create and re-attach, mode conflicts, identifier and
+"""Sessions (README "Sessions"): create and re-attach, mode conflicts, identifier and
 configuration validation, reading and listing with pagination, invalidation (`finish` / `cancel`)
 and the identifier becoming free again, and the task counts a session reports."""
 

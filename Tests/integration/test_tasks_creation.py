@@ -1,4 +1,4 @@
-"""Creating tasks (PRODUCT.md "Tasks"): 201 with Location, validation as 422 problem documents that
+"""Creating tasks (README "Tasks"; `POST …/tasks` in openapi.yaml): 201 with Location, validation as 422 problem documents that
 name the field, client-chosen ids, Idempotency-Key, `start: false`, `tasks:batch` all-or-nothing,
 and unknown sessions."""
 

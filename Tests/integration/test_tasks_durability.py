@@ -1,5 +1,5 @@
-"""Durability basics across a restart of transferd on the same data directory (PRODUCT.md
-"Session modes"): sessions and completed tasks stay (and their files are still served), a `default`
+"""Durability basics across a restart of transferd on the same data directory (README
+"Durability"): sessions and completed tasks stay (and their files are still served), a `default`
 session's unfinished tasks complete with `interrupted`, an `ephemeral` session is gone, and a
 `background` session's running download continues and completes."""
 

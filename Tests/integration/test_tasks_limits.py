@@ -173,7 +173,7 @@ def test_begin_at_with_a_zone_offset(transferd, origin):
 
 @pytest.mark.parametrize("stall_after", [0, 1000])
 def test_idle_timeout_on_stalled_origin(transferd, origin, stall_after):
-    """`timeout_request_s`: no bytes moved for this long ⇒ `timed_out` (PRODUCT.md), whether the
+    """`timeout_request_s`: no bytes moved for this long ⇒ `timed_out`, whether the
     origin stalls before the first body byte or in the middle of the body."""
     sid = create_session(transferd, configuration={"timeout_request_s": 1, "retry": {"max_attempts": 1}})
     started = time.monotonic()

@@ -1,4 +1,4 @@
-"""Security of transfers (PRODUCT.md "Security"): the network policy, checked on the address
+"""Security of transfers (README "Security"): the network policy, checked on the address
 actually connected to (direct and through a redirect), and environment proxies that must not
 reroute traffic."""
 

@@ -1,10 +1,11 @@
 """The delegate: events pushed to `delegate.url`, signed per Standard Webhooks and checked by a real
-receiver with the `standardwebhooks` package (PRODUCT.md "Events and the delegate"): order,
+receiver with the `standardwebhooks` package (README "Events and webhooks"): order,
 retries with the same `webhook-id`, 410, Retry-After, redirects not followed, filters, the
 deliveries list, redelivery, the network policy, restarts, invalidation.
 
 transferd runs with a short retry schedule (`--webhook-retry-schedule`) where a test needs retries
-to happen within its time; the production default is PRODUCT.md's.
+to happen within its time; the production default is 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h,
+20 h and 24 h, after which the delegate is disabled.
 """
 
 from __future__ import annotations

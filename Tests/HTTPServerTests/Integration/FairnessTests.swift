@@ -6,7 +6,8 @@ import Testing
 @testable import HTTPServer
 
 extension Integration {
-    /// A slow or idle client never blocks others (ENGINEERING.md "HTTP server").
+    /// A slow or idle client never blocks others: a handler never blocks its loop, and each
+    /// connection's deadlines are enforced (docs/ARCHITECTURE.md, "Handlers never block a loop").
     @Suite struct FairnessTests {
         @Test func idleAndSlowConnectionsDoNotDelayOthers() throws {
             let server = try TestServer { t in

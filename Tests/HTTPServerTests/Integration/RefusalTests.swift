@@ -3,7 +3,7 @@ import Testing
 
 extension Integration {
     /// Requests whose framing could be read two ways are refused with 400 and the connection
-    /// closed (ENGINEERING.md "HTTP server"; RFC 9112 §6.1, §6.3, §7.1).
+    /// closed (RFC 9112 §6.1, §6.3, §7.1).
     @Suite struct RefusalTests {
         static func server() throws -> TestServer {
             try TestServer { t in

@@ -1,4 +1,4 @@
-"""Helpers for the event journal and the delegate (PRODUCT.md "Events and the delegate"), shared by
+"""Helpers for the event journal and the delegate (README "Events and webhooks"), shared by
 the tests that check what transferd reported (events, webhooks, durability, the crash harness).
 
     sid = create_delegated_session(td, receiver, mode="background")
