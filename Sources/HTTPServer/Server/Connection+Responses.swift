@@ -1,0 +1,157 @@
+import CLinux
+import Glibc
+import Reactor
+
+/// Writing responses in request order: whole bodies, files by sendfile, chunked streams.
+extension Connection {
+    // MARK: responses
+
+    func send(_ response: HTTPResponse, generation: UInt64) {
+        guard generation == self.generation, phase == .handling, var ex = exchange
+        else {
+            if case .file(let region) = response.body { region.close() }
+            return
+        }
+        let config = limits
+        // HTTP/1.0 has no chunked coding: a streamed body is delimited by closing the connection.
+        let rawStream: Bool = if case .stream = response.body { ex.head.versionMinor == 0 } else { false }
+        let keepAlive = ex.head.keepAlive && !ex.unreadBody && !draining && !rawStream
+            && requestCount < config.maxRequestsPerConnection
+        ex.status = response.status
+        ex.closeAfter = !keepAlive
+        exchange = ex
+
+        var head = ResponseHead(status: response.status, headers: response.headers, versionMinor: ex.head.versionMinor,
+                                keepAlive: keepAlive, requestID: ex.requestID, date: worker.date())
+        // RFC 9110 §6.4.1, RFC 9112 §6.3: a response to HEAD, and a 1xx, 204 or 304, ends at its
+        // header section; body bytes a handler passed anyway would be read as the next response.
+        let sendsBody = !ex.head.isHead && !ResponseHead.isBodyless(response.status)
+        switch response.body {
+        case .empty:
+            head.contentLength = 0
+            head.serialize(into: &outbound)
+        case .bytes(let bytes):
+            head.contentLength = bytes.count
+            head.serialize(into: &outbound)
+            if sendsBody { outbound.append(contentsOf: bytes) }
+        case .file(let region):
+            head.contentLength = region.count
+            head.serialize(into: &outbound)
+            if sendsBody { file = region; fileSent = 0 } else { region.close() }
+        case .stream(let producer):
+            head.chunked = !rawStream && !ResponseHead.isBodyless(response.status)
+            chunkedStream = !rawStream
+            head.serialize(into: &outbound)
+            if sendsBody {
+                let s = ResponseStream(connection: self, loop: worker.loop, generation: generation)
+                stream = s
+                streamFinished = false
+                producer(s)
+            }
+        }
+        phase = .writing
+        deadline = MonotonicClock.after(seconds: config.writeTimeout)
+        flush()
+    }
+
+    func writeChunk(_ bytes: [UInt8], generation: UInt64) {
+        guard generation == self.generation, stream != nil, !streamFinished, phase == .writing else { return }
+        if chunkedStream {
+            outbound.append(contentsOf: Array(String(bytes.count, radix: 16).utf8))
+            outbound.append(contentsOf: Connection.crlf)
+            outbound.append(contentsOf: bytes)
+            outbound.append(contentsOf: Connection.crlf)
+        } else {
+            outbound.append(contentsOf: bytes)
+        }
+        // A client that reads nothing while events pile up is cut off, not buffered for forever.
+        if outbound.count - outboundSent > 16 * 1024 * 1024 { return close() }
+        flush()
+    }
+
+    func finishStream(generation: UInt64) {
+        guard generation == self.generation, stream != nil, !streamFinished, phase == .writing else { return }
+        if chunkedStream { outbound.append(contentsOf: Connection.lastChunk) }
+        streamFinished = true
+        flush()
+    }
+
+    /// Writes what is pending; completes the response when everything is out.
+    func flush() {
+        while outboundSent < outbound.count {
+            let n = outbound.withUnsafeBytes { buf in
+                Glibc.send(fd, buf.baseAddress! + outboundSent, buf.count - outboundSent, Int32(MSG_NOSIGNAL))
+            }
+            if n > 0 {
+                outboundSent += n
+                deadline = phase == .writing ? MonotonicClock.after(seconds: limits.writeTimeout) : deadline
+                continue
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                // A stream's new chunk met a socket still full of earlier ones: the client is
+                // not reading, which is what the write timeout is for.
+                if phase == .writing && deadline == .max {
+                    deadline = MonotonicClock.after(seconds: limits.writeTimeout)
+                }
+                return
+            }
+            return close()
+        }
+        if outbound.capacity > 256 * 1024 {
+            outbound = []
+        } else {
+            outbound.removeAll(keepingCapacity: true)
+        }
+        outboundSent = 0
+        if let region = file {
+            while fileSent < region.count {
+                var offset = off_t(region.offset + fileSent)
+                let n = sendfile(fd, region.fd, &offset, min(region.count - fileSent, 1 << 30))
+                if n > 0 {
+                    fileSent += n
+                    deadline = MonotonicClock.after(seconds: limits.writeTimeout)
+                    continue
+                }
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+                // The file shrank under us or the client went away: the response cannot complete.
+                return close()
+            }
+            region.close()
+            file = nil
+        }
+        guard phase == .writing else { return }
+        guard streamFinished else {
+            // All written so far is out, and the stream waits on its producer: an event stream
+            // may be quiet for minutes, which is no client stalling a write. Without this, every
+            // pause longer than `writeTimeout` cut the stream off.
+            deadline = .max
+            return
+        }
+        responseComplete()
+    }
+
+    func responseComplete() {
+        if let s = stream {
+            stream = nil
+            s.terminated()
+        }
+        guard let ex = exchange else { return }
+        exchange = nil
+        worker.recordCompleted(ex, remoteAddress: remoteAddress)
+        // Draining (shutdown) closes after the current response even if it promised keep-alive
+        // (RFC 9112 §9.6 lets a server close between responses); otherwise the connection would
+        // sit idle until the grace period ran out.
+        if ex.closeAfter || draining {
+            // Requests the client pipelined and we will not answer may still be arriving; a plain
+            // close with unread input sends a reset that can destroy the response in flight.
+            return ex.unreadBody || !inbound.isEmpty ? lingeringClose() : close()
+        }
+        phase = .awaitingHead
+        inbound.releaseIfEmpty()
+        deadline = MonotonicClock.after(seconds: inbound.isEmpty
+            ? limits.idleTimeout : limits.headerTimeout)
+        if !inbound.isEmpty || readable { process() }
+    }
+}
