@@ -1,5 +1,4 @@
 import Glibc
-import Store
 
 extension TaskCoordinator {
     /// A client's blob (spooled bodies are the tasks' own and not reachable here).

@@ -61,7 +61,7 @@ final class SessionState: @unchecked Sendable {
     }
 
     /// Drops from an ephemeral session's journal the events older than `cutoff` (the retention
-    /// period) but the newest, as `EventStore.deleteOlder` does for a durable one's: events no
+    /// period) but the newest, as `StoreChange.deleteEventsOlder` does for a durable one's: events no
     /// client acknowledged would otherwise be kept as long as the process runs (lock held).
     func dropMemoryEvents(before cutoff: Timestamp) {
         let old = memoryJournal.prefix { $0.at < cutoff }.count

@@ -1,5 +1,4 @@
 import Glibc
-import Store
 import TransferEngine
 
 /// Request bodies: checked when a task is created, opened when its transfer starts.

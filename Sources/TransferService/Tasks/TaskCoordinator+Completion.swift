@@ -1,7 +1,6 @@
 import Glibc
 import HTTPServer
 import Reactor
-import Store
 import TransferEngine
 
 extension TaskCoordinator {
@@ -209,7 +208,7 @@ extension TaskCoordinator {
         let endsBusy = claim.endsBusy
         commit(completed, of: entry, in: session, events: { api in
             TaskCoordinator.completionEvents(completed, api: api, endsBusy: endsBusy)
-        }, also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
+        }, also: ownedBlob.map { [.deleteBlob($0)] } ?? [], then: { [self] in
             removeOwnedBlobFile(of: completed)
         })
     }

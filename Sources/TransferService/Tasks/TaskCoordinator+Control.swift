@@ -44,9 +44,8 @@ extension TaskCoordinator {
             return r
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskResumed)], reportedBy: entry, {
-            try TaskStore.updateState(session: session.identifier, id: id, state: .running, phase: .waiting, $0)
-        }) { [self] result in
+        persist(session, events: [.summary(change, .taskResumed)], reportedBy: entry,
+                [.updateState(session: session.identifier, id: id, state: .running, phase: .waiting)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             session.locked { publishState(.running, of: entry, in: session) }
             startTransfer(entry, in: session)
@@ -66,9 +65,8 @@ extension TaskCoordinator {
             return r
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskSuspended)], reportedBy: entry, {
-            try TaskStore.updateState(session: session.identifier, id: id, state: .suspended, phase: .waiting, $0)
-        }) { [self] result in
+        persist(session, events: [.summary(change, .taskSuspended)], reportedBy: entry,
+                [.updateState(session: session.identifier, id: id, state: .suspended, phase: .waiting)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             // The transfer running now, which may have started since the decision (a start
             // submits only while the state still says running).
@@ -135,9 +133,9 @@ extension TaskCoordinator {
             if let priority { stored.priority = priority }
             if let description { stored.description = description }
             let changed = stored
-            persist(session, { try TaskStore.updateDetails(session: session.identifier, id: id, priority: changed.priority,
-                                                           description: changed.description, $0) }) { result in
-                completion(result.map { changed }.mapError(APIError.storeFailure))
+            persist(session, [.updateDetails(session: session.identifier, id: id, priority: changed.priority,
+                                             description: changed.description)]) { result in
+                completion(result.map { _ in changed }.mapError(APIError.storeFailure))
             }
             return
         }
@@ -148,8 +146,8 @@ extension TaskCoordinator {
             return (r, entry.transfer)
         }
         // Only these two fields: the task may complete meanwhile, and its completion must stay.
-        persist(session, { try TaskStore.updateDetails(session: session.identifier, id: id, priority: change.priority,
-                                                       description: change.description, $0) }) { [self] result in
+        persist(session, [.updateDetails(session: session.identifier, id: id, priority: change.priority,
+                                         description: change.description)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             session.locked {
                 entry.record.priority = change.priority
@@ -176,10 +174,8 @@ extension TaskCoordinator {
     func forget(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, APIError>) -> Void) {
         guard let record = try? record(session, id) else { return completion(.failure(APIError.notFound("task \(id)"))) }
         let ownedBlob = TaskCoordinator.ownedBlob(of: record)
-        persist(session, { db in
-            try TaskStore.deleteTask(session: session.identifier, id: id, db)
-            if let ownedBlob { try BlobStore.deleteRow(ownedBlob, db) }
-        }) { [self] result in
+        let changes: [StoreChange] = [.deleteTask(session: session.identifier, id: id)] + (ownedBlob.map { [.deleteBlob($0)] } ?? [])
+        persist(session, changes) { [self] result in
             if case .failure(let error) = result { return completion(.failure(APIError.storeFailure(error))) }
             session.locked {
                 if let entry = session.dropTask(id) {

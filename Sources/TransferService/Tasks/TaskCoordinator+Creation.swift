@@ -1,5 +1,4 @@
 import Glibc
-import Store
 
 /// What a creation call came to.
 enum CreationOutcome: Sendable {
@@ -128,29 +127,11 @@ extension TaskCoordinator {
     private func insert(_ records: [TaskRecord], spooled: [Blob], in session: SessionState, idempotency: IdempotencyClaim?,
                         completion: @escaping @Sendable (Result<CreationOutcome, APIError>) -> Void)
     {
-        let identifier = session.identifier
         // Encoded here, not on the writer thread: the reply and the row share one encoding.
         let replies = records.map { $0.jsonBytes() }
         let documents = zip(records, replies).map { $0.storageDocument(api: $1) }
-        persist(session, events: records.map { EventDraft.summary($0, .taskCreated) }, { db in
-            for blob in spooled { try BlobStore.insert(blob, db) }
-            try db.statement("SAVEPOINT inserts").run()
-            do {
-                try TaskStore.insertTasks(records, documents: documents, db)
-                try db.statement("RELEASE inserts").run()
-            } catch let error as DatabaseError where error.isConstraintViolation {
-                // Only now, on the rare collision, look for what it collided with (a task not in
-                // memory: completed and dropped from it, or from before a restart) — after undoing
-                // this batch's own rows, which would otherwise be found first.
-                try db.execute("ROLLBACK TO inserts; RELEASE inserts")
-                for record in records {
-                    if let existing = try TaskStore.existing(session: identifier, id: record.id, idempotencyKey: record.idempotencyKey, db) {
-                        throw DuplicateTask(existing: existing)
-                    }
-                }
-                throw error
-            }
-        }) { [self] result in
+        persist(session, events: records.map { EventDraft.summary($0, .taskCreated) },
+                spooled.map { .insertBlob($0) } + [.insertTasks(records, documents: documents)]) { [self] result in
             if case .failure = result, let blobs {
                 for blob in spooled { unlink(blobs.path(blob.id)) }
             }
@@ -170,12 +151,13 @@ extension TaskCoordinator {
                 }
                 for entry in entries where entry.record.state == .running { startTransfer(entry, in: session) }
                 completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
-            case .failure(let error as DuplicateTask):
-                if let idempotency, error.existing.idempotencyKey == idempotency.key {
-                    completion(error.existing.idempotencyHash == idempotency.bodyHash
-                        ? .success(.replayed(error.existing)) : .failure(APIError.idempotencyKeyReused(idempotency.key)))
+            case .failure(StoreError.conflict(let existing)):
+                // A task the reservation did not see: completed and dropped from memory, or from before a restart.
+                if let idempotency, existing.idempotencyKey == idempotency.key {
+                    completion(existing.idempotencyHash == idempotency.bodyHash
+                        ? .success(.replayed(existing)) : .failure(APIError.idempotencyKeyReused(idempotency.key)))
                 } else {
-                    completion(.failure(APIError(409, "task_exists", "a task with id \(error.existing.id) already exists in this session")))
+                    completion(.failure(APIError(409, "task_exists", "a task with id \(existing.id) already exists in this session")))
                 }
             case .failure(let error):
                 completion(.failure(APIError.storeFailure(error)))
@@ -215,11 +197,6 @@ private enum Reservation {
     case reserved([TaskRecord])
     case replay(TaskRecord)
     case refused(APIError)
-}
-
-/// A task of that id or idempotency key is already stored (found inside the insert's transaction).
-struct DuplicateTask: Error {
-    let existing: TaskRecord
 }
 
 extension APIError {

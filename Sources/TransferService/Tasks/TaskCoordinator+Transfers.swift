@@ -202,7 +202,7 @@ extension TaskCoordinator {
             return entry.hasPendingEvents ? entry.record : nil
         }
         guard let record else { return }
-        persist(session, reportedBy: entry, { db in try TaskStore.updateTaskKeepingState(record, db) }) { _ in }
+        persist(session, reportedBy: entry, [.updateTaskKeepingState(record, document: record.storageDocument())]) { _ in }
     }
 
     /// Closes what `openBody` opened, for a transfer that will not start after all.
