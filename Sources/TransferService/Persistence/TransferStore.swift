@@ -63,6 +63,9 @@ struct CommitReport: Sendable {
 enum StoreError: Error, Sendable {
     /// `insertTasks` met a stored task with the same id or idempotency key in the session: this one.
     case conflict(existing: TaskRecord)
+    /// A change the store's own rules refuse (an event or blob id taken, a task sequence reused):
+    /// a mistake of the caller's, never a client's.
+    case rejected(String)
     /// The store is closed.
     case closed
 }
