@@ -48,10 +48,17 @@ let package = Package(
         // and the validation of client input. Knows no HTTP status, socket, store or thread.
         .target(name: "TransferModel", dependencies: ["Digests", "JSON", "Reactor", "TransferEngine"]),
 
+        // What the core asks of a store: batched changes and typed reads (TransferStore), with an
+        // in-memory implementation. No SQL in its interface, so a PostgreSQL store fits it too.
+        .target(name: "TransferStore", dependencies: ["JSON", "Reactor", "TransferEngine", "TransferModel"]),
+
+        // The SQLite implementation of TransferStore: schema, migrations, queries, group commit.
+        .target(name: "SQLiteStore", dependencies: ["JSON", "Reactor", "Store", "TransferEngine", "TransferModel", "TransferStore"]),
+
         // The task core: sessions and tasks in memory, their lifecycles driven to the store and
         // the engine, events and webhook delivery, files on disk.
         .target(name: "TransferCore", dependencies: [
-            "CLinux", "Digests", "JSON", "Reactor", "Store", "TransferEngine", "TransferModel",
+            "CLinux", "Digests", "JSON", "Reactor", "TransferEngine", "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -64,8 +71,8 @@ let package = Package(
 
         // The service as a whole: configuration, start-up and shutdown, logging and metrics.
         .target(name: "TransferService", dependencies: [
-            "CLinux", "HTTPServer", "JSON", "Reactor", "Store", "TransferAPI", "TransferCore", "TransferEngine",
-            "TransferModel",
+            "CLinux", "HTTPServer", "JSON", "Reactor", "SQLiteStore", "TransferAPI", "TransferCore", "TransferEngine",
+            "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -88,7 +95,10 @@ let package = Package(
         ]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "TransferAPITests", dependencies: ["TransferAPI"]),
-        .testTarget(name: "TransferCoreTests", dependencies: ["JSON", "Store", "TransferCore", "TransferModel"]),
+        .testTarget(name: "TransferCoreTests", dependencies: ["JSON", "TransferCore", "TransferModel"]),
+        .testTarget(name: "TransferStoreTests", dependencies: [
+            "JSON", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

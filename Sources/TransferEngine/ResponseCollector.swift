@@ -1,7 +1,7 @@
 /// Assembles response heads from the lines curl's header callback delivers: a status line, field
 /// lines, an empty line — once per response, redirects and `100 Continue` included.
 struct ResponseCollector {
-    enum Result {
+    package enum Result {
         case pending
         case complete(status: Int, headers: [(String, String)])
     }

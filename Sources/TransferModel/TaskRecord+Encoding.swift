@@ -77,6 +77,13 @@ extension TaskRecord {
         json.endObject()
     }
 
+    /// The stored document, for a task whose API encoding is not at hand.
+    package func storageDocument() -> [UInt8] {
+        var json = JSONWriter(capacity: 1024)
+        encode(into: &json, storage: true)
+        return json.bytes
+    }
+
     /// The stored document built from the API encoding (`api`): the same object with `_internal`
     /// added, so a new task is encoded once for its row and its reply.
     package func storageDocument(api: [UInt8]) -> [UInt8] {

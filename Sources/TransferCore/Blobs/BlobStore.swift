@@ -1,16 +1,17 @@
 import Digests
 import Glibc
-import Store
 import TransferEngine
 import TransferModel
+import TransferStore
 
-/// Blobs on disk (`blobs/<id>`) and their rows. Files are written as a temporary file, fsynced and
-/// renamed, like downloads; the row is committed after, so a stored row always has its file.
+/// Blobs on disk (`blobs/<id>`) and their records in the store. Files are written as a temporary
+/// file, fsynced and renamed, like downloads; the record is committed after, so a stored record
+/// always has its file.
 package final class BlobStore: Sendable {
     let directory: String
-    private let store: TaskStore
+    private let store: any TransferStore
 
-    package init(directory: String, store: TaskStore) throws(TaskFileError) {
+    package init(directory: String, store: any TransferStore) throws(TaskFileError) {
         self.directory = directory
         self.store = store
         try DataLayout.makeDirectories(directory)
@@ -22,54 +23,30 @@ package final class BlobStore: Sendable {
 
     func lookup(_ id: String) throws -> Blob? {
         guard Blob.isValidID(id) else { return nil }
-        return try store.reader.read { db in
-            let s = try db.statement("SELECT size, sha256, created_at, owner FROM blobs WHERE id = ?")
-            try s.bind(.text(id))
-            defer { s.reset() }
-            guard try s.step() else { return nil }
-            return Blob(id: id, size: s.int64(0), sha256: s.text(1)!, createdAt: Timestamp(milliseconds: s.int64(2)), owner: s.text(3))
-        }
+        return try store.blob(id)
     }
 
-    /// Commits the row of a blob whose file is in place.
+    /// Commits the record of a blob whose file is in place.
     package func insert(_ blob: Blob, completion: @escaping @Sendable (Result<Void, Error>) -> Void) {
-        store.writer.submit({ db in try BlobStore.insert(blob, db) }, completion: completion)
+        store.commit([.insertBlob(blob)]) { completion($0.map { _ in }) }
     }
 
-    static func insert(_ blob: Blob, _ db: Database) throws {
-        try db.statement("INSERT INTO blobs (id, size, sha256, created_at, owner) VALUES (?, ?, ?, ?, ?)")
-            .bind(.text(blob.id), .integer(blob.size), .text(blob.sha256), .integer(blob.createdAt.milliseconds),
-                  .optionalText(blob.owner))
-            .run()
-    }
-
-    /// Removes the row, then the file.
+    /// Removes the record, then the file.
     func delete(_ id: String, completion: @escaping @Sendable (Result<Void, Error>) -> Void) {
         let path = path(id)
-        store.writer.submit({ db in try BlobStore.deleteRow(id, db) }) { result in
+        store.commit([.deleteBlob(id)]) { result in
             if case .success = result { unlink(path) }
-            completion(result)
+            completion(result.map { _ in })
         }
-    }
-
-    static func deleteRow(_ id: String, _ db: Database) throws {
-        try db.statement("DELETE FROM blobs WHERE id = ?").bind(.text(id)).run()
     }
 
     /// Client blobs created before `cutoff`, oldest first: candidates for the retention sweep.
     func expired(before cutoff: Timestamp, limit: Int) throws -> [String] {
-        try store.reader.read { db in
-            let s = try db.statement("SELECT id FROM blobs WHERE owner IS NULL AND created_at < ? ORDER BY created_at LIMIT ?")
-            try s.bind(.integer(cutoff.milliseconds), .int(limit))
-            defer { s.reset() }
-            var ids: [String] = []
-            while try s.step() { ids.append(s.text(0)!) }
-            return ids
-        }
+        try store.expiredBlobs(before: cutoff, limit: limit)
     }
 
     /// Writes `bytes` as a new blob file (for an inline body), returning the blob; the caller
-    /// commits its row together with whatever refers to it.
+    /// commits its record together with whatever refers to it.
     func writeFile(_ bytes: [UInt8], owner: String) throws(TaskFileError) -> Blob {
         let id = Blob.newID()
         let temporary = temporaryPath(id)

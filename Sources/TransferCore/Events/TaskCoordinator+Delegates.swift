@@ -1,6 +1,7 @@
 import Glibc
 import TransferEngine
 import TransferModel
+import TransferStore
 
 /// Delegate delivery: the coordinator's side of `DelegateChannel`.
 extension TaskCoordinator {
@@ -26,7 +27,7 @@ extension TaskCoordinator {
         guard session.mode.isDurable, let store else {
             return session.locked { session.memoryEvents(after: seq, limit: limit) }
         }
-        return (try? store.reader.read { try EventStore.events(session.identifier, after: seq, limit: limit, $0) }) ?? []
+        return (try? store.events(session: session.identifier, after: seq, limit: limit)) ?? []
     }
 
     /// The delegate received everything up to `seq` (or did not want it): that counts as
@@ -55,11 +56,8 @@ extension TaskCoordinator {
             }
             return session.deliveredThrough
         }
-        persist(session, { db in
-            for attempt in attempts { try EventStore.recordAttempt(attempt, db) }
-            try EventStore.setDelivered(session.identifier, through: through, db)
-            try EventStore.setAcked(session.identifier, through: through, db)
-        }) { [self] _ in removeIfSettled(session) }
+        persist(session, [.recordAttempts(attempts), .setDelivered(session: session.identifier, through: through),
+                          .setAcked(session: session.identifier, through: through)]) { [self] _ in removeIfSettled(session) }
     }
 
     static let memoryDeliveryLimit = 1000
@@ -71,8 +69,8 @@ extension TaskCoordinator {
             session.trimMemoryJournal()
             return session.ackedThrough
         }
-        persist(session, { try EventStore.setAcked(session.identifier, through: acked, $0) }) { [self] result in
-            completion(result.mapError(Refusal.storeFailure))
+        persist(session, [.setAcked(session: session.identifier, through: acked)]) { [self] result in
+            completion(result.map { _ in }.mapError(Refusal.storeFailure))
             removeIfSettled(session)
         }
     }
@@ -87,7 +85,7 @@ extension TaskCoordinator {
         }
         guard let row else { return }
         logger.warning("delegate disabled", metadata: ["session": .string(session.identifier), "reason": .string(reason)])
-        persist(session, { try TaskStore.insertSession(row, $0) }) { _ in }
+        persist(session, [.upsertSession(row)]) { _ in }
         updateDelegateChannel(session)
     }
 
@@ -120,7 +118,7 @@ extension TaskCoordinator {
 final class DeliveryObserver: TransferObserver, @unchecked Sendable {
     private let completion: @Sendable (TransferOutcome) -> Void
 
-    package init(completion: @escaping @Sendable (TransferOutcome) -> Void) {
+    init(completion: @escaping @Sendable (TransferOutcome) -> Void) {
         self.completion = completion
     }
 

@@ -45,7 +45,7 @@ extension TaskCoordinator {
         var rows: [(Int64, DeliveryAttempt)]
         if session.mode.isDurable, let store {
             do {
-                rows = try store.reader.read { try EventStore.attempts(session.identifier, afterRow: row, limit: limit + 1, $0) }
+                rows = try store.attempts(session: session.identifier, after: row, limit: limit + 1).map { ($0.position, $0.attempt) }
             } catch {
                 throw Refusal.storeFailure(error)
             }
@@ -68,7 +68,7 @@ extension TaskCoordinator {
         }
         let event: Event?
         if session.mode.isDurable, let store {
-            event = try? store.reader.read { try EventStore.event(session.identifier, id: eventID, $0) }
+            event = try? store.event(session: session.identifier, id: eventID)
         } else {
             event = session.locked { session.memoryJournal.first { $0.id == eventID } }
         }

@@ -63,7 +63,7 @@ package final class SessionState: @unchecked Sendable {
     }
 
     /// Drops from an ephemeral session's journal the events older than `cutoff` (the retention
-    /// period) but the newest, as `EventStore.deleteOlder` does for a durable one's: events no
+    /// period) but the newest, as `StoreChange.deleteEventsOlder` does for a durable one's: events no
     /// client acknowledged would otherwise be kept as long as the process runs (lock held).
     func dropMemoryEvents(before cutoff: Timestamp) {
         let old = memoryJournal.prefix { $0.at < cutoff }.count
@@ -91,7 +91,7 @@ package final class SessionState: @unchecked Sendable {
 
     package enum InvalidateMode: String, Sendable { case finish, cancel }
 
-    package init(identifier: String, mode: SessionMode, configuration: SessionConfiguration, configurationJSON: JSONValue,
+    init(identifier: String, mode: SessionMode, configuration: SessionConfiguration, configurationJSON: JSONValue,
          createdAt: Timestamp)
     {
         self.identifier = identifier

@@ -48,7 +48,7 @@ package final class RetentionSweeper: Sendable {
         let cutoff = Timestamp.now().adding(seconds: -retention)
         sweepTasks(before: cutoff)
         if let store = coordinator.store {
-            store.writer.submit({ try EventStore.deleteOlder(than: cutoff, limit: 10_000, $0) }) { _ in }
+            store.commit([.deleteEventsOlder(than: cutoff, limit: 10_000)]) { _ in }
         }
         for session in coordinator.registry.all where !session.mode.isDurable {
             session.locked { session.dropMemoryEvents(before: cutoff) }

@@ -209,7 +209,7 @@ extension TaskCoordinator {
         let endsBusy = claim.endsBusy
         commit(completed, of: entry, in: session, events: { api in
             TaskCoordinator.completionEvents(completed, api: api, endsBusy: endsBusy)
-        }, also: ownedBlob.map { id in { try BlobStore.deleteRow(id, $0) } }, then: { [self] in
+        }, also: ownedBlob.map { [.deleteBlob($0)] } ?? [], then: { [self] in
             removeOwnedBlobFile(of: completed)
         })
     }
@@ -274,7 +274,7 @@ extension TaskCoordinator {
 }
 
 extension TaskError {
-    package init(_ failure: TransferFailure) {
+    init(_ failure: TransferFailure) {
         self.init(code: TaskErrorCode(rawValue: failure.code.rawValue) ?? .networkConnectionLost,
                   message: failure.message, curlCode: failure.curlCode, resumeData: nil)
     }

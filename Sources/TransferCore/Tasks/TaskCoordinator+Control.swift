@@ -3,6 +3,7 @@ import Reactor
 import Synchronization
 import TransferEngine
 import TransferModel
+import TransferStore
 
 extension TaskCoordinator {
     /// `GET …/tasks/{task}?wait=S`: the task now if completed or `seconds` is 0, otherwise when it
@@ -45,9 +46,8 @@ extension TaskCoordinator {
             return r
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskResumed)], reportedBy: entry, {
-            try TaskStore.updateState(session: session.identifier, id: id, state: .running, phase: .waiting, $0)
-        }) { [self] result in
+        persist(session, events: [.summary(change, .taskResumed)], reportedBy: entry,
+                [.updateState(session: session.identifier, id: id, state: .running, phase: .waiting)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             session.locked { publishState(.running, of: entry, in: session) }
             startTransfer(entry, in: session)
@@ -67,9 +67,8 @@ extension TaskCoordinator {
             return r
         }
         guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskSuspended)], reportedBy: entry, {
-            try TaskStore.updateState(session: session.identifier, id: id, state: .suspended, phase: .waiting, $0)
-        }) { [self] result in
+        persist(session, events: [.summary(change, .taskSuspended)], reportedBy: entry,
+                [.updateState(session: session.identifier, id: id, state: .suspended, phase: .waiting)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             // The transfer running now, which may have started since the decision (a start
             // submits only while the state still says running).
@@ -136,9 +135,9 @@ extension TaskCoordinator {
             if let priority { stored.priority = priority }
             if let description { stored.description = description }
             let changed = stored
-            persist(session, { try TaskStore.updateDetails(session: session.identifier, id: id, priority: changed.priority,
-                                                           description: changed.description, $0) }) { result in
-                completion(result.map { changed }.mapError(Refusal.storeFailure))
+            persist(session, [.updateDetails(session: session.identifier, id: id, priority: changed.priority,
+                                             description: changed.description)]) { result in
+                completion(result.map { _ in changed }.mapError(Refusal.storeFailure))
             }
             return
         }
@@ -149,8 +148,8 @@ extension TaskCoordinator {
             return (r, entry.transfer)
         }
         // Only these two fields: the task may complete meanwhile, and its completion must stay.
-        persist(session, { try TaskStore.updateDetails(session: session.identifier, id: id, priority: change.priority,
-                                                       description: change.description, $0) }) { [self] result in
+        persist(session, [.updateDetails(session: session.identifier, id: id, priority: change.priority,
+                                         description: change.description)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             session.locked {
                 entry.record.priority = change.priority
@@ -177,10 +176,8 @@ extension TaskCoordinator {
     func forget(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
         guard let record = try? record(session, id) else { return completion(.failure(Refusal.notFound("task \(id)"))) }
         let ownedBlob = TaskCoordinator.ownedBlob(of: record)
-        persist(session, { db in
-            try TaskStore.deleteTask(session: session.identifier, id: id, db)
-            if let ownedBlob { try BlobStore.deleteRow(ownedBlob, db) }
-        }) { [self] result in
+        let changes: [StoreChange] = [.deleteTask(session: session.identifier, id: id)] + (ownedBlob.map { [.deleteBlob($0)] } ?? [])
+        persist(session, changes) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             session.locked {
                 if let entry = session.dropTask(id) {

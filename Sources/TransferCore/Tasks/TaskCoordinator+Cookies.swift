@@ -6,7 +6,7 @@ import TransferEngine
 extension TaskCoordinator: CookieStorage {
     package func save(_ cookies: [Cookie], session: String, done: @escaping @Sendable () -> Void) {
         guard let store else { return done() }
-        store.writer.submit({ db in try CookieStore.replace(session: session, cookies, db) }) { [logger] result in
+        store.commit([.replaceCookies(session: session, cookies)]) { [logger] result in
             if case .failure(let error) = result {
                 logger.error("cannot store a session's cookies", metadata: ["session": .string(session), "error": "\(error)"])
             }

@@ -1,7 +1,7 @@
 import Glibc
-import Store
 import TransferEngine
 import TransferModel
+import TransferStore
 
 /// What a creation call came to.
 package enum CreationOutcome: Sendable {
@@ -86,7 +86,7 @@ extension TaskCoordinator {
             for (i, request) in requests.enumerated() {
                 // A generated id is random (`RandomID`): only a client's own choice can collide.
                 guard let id = request.id else {
-                    ids.append(RandomID.make())
+                    ids.append(TaskCoordinator.newTaskID())
                     continue
                 }
                 if session.tasks[id] != nil || session.reservedIDs.contains(id) || !seen.insert(id).inserted {
@@ -135,29 +135,11 @@ extension TaskCoordinator {
     private func insert(_ records: [TaskRecord], spooled: [Blob], in session: SessionState, idempotency: IdempotencyClaim?,
                         completion: @escaping @Sendable (Result<CreationOutcome, Refusal>) -> Void)
     {
-        let identifier = session.identifier
         // Encoded here, not on the writer thread: the reply and the row share one encoding.
         let replies = records.map { $0.jsonBytes() }
         let documents = zip(records, replies).map { $0.storageDocument(api: $1) }
-        persist(session, events: records.map { EventDraft.summary($0, .taskCreated) }, { db in
-            for blob in spooled { try BlobStore.insert(blob, db) }
-            try db.statement("SAVEPOINT inserts").run()
-            do {
-                try TaskStore.insertTasks(records, documents: documents, db)
-                try db.statement("RELEASE inserts").run()
-            } catch let error as DatabaseError where error.isConstraintViolation {
-                // Only now, on the rare collision, look for what it collided with (a task not in
-                // memory: completed and dropped from it, or from before a restart) — after undoing
-                // this batch's own rows, which would otherwise be found first.
-                try db.execute("ROLLBACK TO inserts; RELEASE inserts")
-                for record in records {
-                    if let existing = try TaskStore.existing(session: identifier, id: record.id, idempotencyKey: record.idempotencyKey, db) {
-                        throw DuplicateTask(existing: existing)
-                    }
-                }
-                throw error
-            }
-        }) { [self] result in
+        persist(session, events: records.map { EventDraft.summary($0, .taskCreated) },
+                spooled.map { .insertBlob($0) } + [.insertTasks(records, documents: documents)]) { [self] result in
             if case .failure = result, let blobs {
                 for blob in spooled { unlink(blobs.path(blob.id)) }
             }
@@ -177,12 +159,13 @@ extension TaskCoordinator {
                 }
                 for entry in entries where entry.record.state == .running { startTransfer(entry, in: session) }
                 completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
-            case .failure(let error as DuplicateTask):
-                if let idempotency, error.existing.idempotencyKey == idempotency.key {
-                    completion(error.existing.idempotencyHash == idempotency.bodyHash
-                        ? .success(.replayed(error.existing)) : .failure(Refusal.idempotencyKeyReused(idempotency.key)))
+            case .failure(StoreError.conflict(let existing)):
+                // A task the reservation did not see: completed and dropped from memory, or from before a restart.
+                if let idempotency, existing.idempotencyKey == idempotency.key {
+                    completion(existing.idempotencyHash == idempotency.bodyHash
+                        ? .success(.replayed(existing)) : .failure(Refusal.idempotencyKeyReused(idempotency.key)))
                 } else {
-                    completion(.failure(Refusal(.conflict, "task_exists", "a task with id \(error.existing.id) already exists in this session")))
+                    completion(.failure(Refusal(.conflict, "task_exists", "a task with id \(existing.id) already exists in this session")))
                 }
             case .failure(let error):
                 completion(.failure(Refusal.storeFailure(error)))
@@ -215,17 +198,13 @@ extension TaskCoordinator {
         return record
     }
 
+    static func newTaskID() -> String { RandomID.make() }
 }
 
 private enum Reservation {
     case reserved([TaskRecord])
     case replay(TaskRecord)
     case refused(Refusal)
-}
-
-/// A task of that id or idempotency key is already stored (found inside the insert's transaction).
-struct DuplicateTask: Error {
-    let existing: TaskRecord
 }
 
 extension Refusal {

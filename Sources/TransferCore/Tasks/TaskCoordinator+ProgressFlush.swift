@@ -1,5 +1,5 @@
 import Reactor
-import TransferModel
+import TransferStore
 
 extension TaskCoordinator {
     /// Every few seconds, the progress of running tasks in durable sessions goes to the store in
@@ -19,27 +19,16 @@ extension TaskCoordinator {
 
     func flushProgress() {
         guard let store else { return }
-        var rows: [(String, String, TaskProgress)] = []
+        var rows: [ProgressUpdate] = []
         for session in registry.all where session.mode.isDurable {
             session.locked {
                 for entry in session.tasks.values where entry.transfer != nil {
                     let snapshot = entry.snapshot
-                    rows.append((session.identifier, snapshot.id, snapshot.progress))
+                    rows.append(ProgressUpdate(session: session.identifier, id: snapshot.id, progress: snapshot.progress))
                 }
             }
         }
         guard !rows.isEmpty else { return }
-        store.writer.submit({ db in
-            let update = try db.statement("""
-                UPDATE tasks SET doc = json_set(doc, '$.progress.bytes_received', ?, '$.progress.bytes_expected_to_receive', ?,
-                  '$.progress.bytes_sent', ?, '$.progress.bytes_expected_to_send', ?)
-                WHERE session = ? AND id = ? AND state = 'running'
-                """)
-            for (session, id, p) in rows {
-                try update.bind(.integer(p.bytesReceived), .integer(p.bytesExpectedToReceive), .integer(p.bytesSent),
-                                .integer(p.bytesExpectedToSend), .text(session), .text(id))
-                try update.run()
-            }
-        }) { _ in }
+        store.commit([.flushProgress(rows)]) { _ in }
     }
 }

@@ -1,8 +1,8 @@
 import Glibc
 import JSON
-import Reactor
 import TransferEngine
 import TransferModel
+import TransferStore
 
 extension TaskCoordinator {
     /// What a session PUT asks for.
@@ -53,7 +53,7 @@ extension TaskCoordinator {
                 return (storedRow(existing), secret)
             }
             configureEngine(existing, settings: request.settings, cookies: nil)
-            persist(existing, { try TaskStore.insertSession(row, $0) }) { [self] result in
+            persist(existing, [.upsertSession(row)]) { [self] result in
                 switch result {
                 case .success:
                     updateDelegateChannel(existing)
@@ -67,7 +67,7 @@ extension TaskCoordinator {
                                    configurationJSON: request.configurationJSON, createdAt: Timestamp.now())
         let secret = TaskCoordinator.apply(request, to: session)
         let row = storedRow(session)
-        persist(session, { try TaskStore.insertSession(row, $0) }) { [self] result in
+        persist(session, [.upsertSession(row)]) { [self] result in
             switch result {
             case .success:
                 configureEngine(session, settings: request.settings, cookies: [])
@@ -125,7 +125,7 @@ extension TaskCoordinator {
             }
             return (storedRow(session), cancel)
         }
-        persist(session, { try TaskStore.insertSession(row, $0) }) { [self] result in
+        persist(session, [.upsertSession(row)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             for entry in toCancel { cancel(entry, in: session, produceResumeData: false) { _ in } }
             completion(.success(()))
@@ -147,7 +147,7 @@ extension TaskCoordinator {
         }
         guard let row else { return }
         engine.removeSession(session.identifier)
-        persist(session, events: [EventDraft(.sessionInvalidated, task: nil)], { try TaskStore.insertSession(row, $0) }) { [self] _ in
+        persist(session, events: [EventDraft(.sessionInvalidated, task: nil)], [.upsertSession(row)]) { [self] _ in
             session.locked {
                 session.lifecycle = .invalidated
                 session.invalidatedAt = Timestamp.now()
@@ -170,13 +170,9 @@ extension TaskCoordinator {
         engine.removeSession(TaskCoordinator.deliverySession(session.identifier))
         session.locked { session.delegate = nil }
         updateDelegateChannel(session)
-        let ownedBlobs = Locked<[String]>([])
-        persist(session, { db in
-            let ids = try TaskStore.deleteSession(session.identifier, db)
-            ownedBlobs.withLock { $0 = ids }
-        }) { [self] _ in
+        persist(session, [.deleteSession(session.identifier)]) { [self] result in
             let directory = layout.sessionDirectory(session.identifier)
-            let blobFiles = ownedBlobs.withLock { $0 }.compactMap { blobs?.path($0) }
+            let blobFiles = ((try? result.get())?.removedBlobs ?? []).compactMap { blobs?.path($0) }
             fileWork.async {
                 DataLayout.removeTree(directory)
                 for path in blobFiles { unlink(path) }

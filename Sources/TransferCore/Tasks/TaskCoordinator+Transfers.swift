@@ -203,7 +203,7 @@ extension TaskCoordinator {
             return entry.hasPendingEvents ? entry.record : nil
         }
         guard let record else { return }
-        persist(session, reportedBy: entry, { db in try TaskStore.updateTaskKeepingState(record, db) }) { _ in }
+        persist(session, reportedBy: entry, [.updateTaskKeepingState(record, document: record.storageDocument())]) { _ in }
     }
 
     /// Closes what `openBody` opened, for a transfer that will not start after all.
@@ -228,7 +228,7 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
     private let session: SessionState
     private let entry: TaskEntry
 
-    package init(coordinator: TaskCoordinator, session: SessionState, entry: TaskEntry) {
+    init(coordinator: TaskCoordinator, session: SessionState, entry: TaskEntry) {
         self.coordinator = coordinator
         self.session = session
         self.entry = entry
@@ -279,7 +279,7 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
 }
 
 extension TaskResponse {
-    package init(_ head: ResponseHead) {
+    init(_ head: ResponseHead) {
         self.init(status: head.status, headers: head.headers.map { Header(name: $0.0, value: $0.1) },
                   mimeType: head.mimeType, expectedContentLength: head.expectedContentLength,
                   suggestedFilename: head.suggestedFilename)

@@ -1,9 +1,9 @@
 import Dispatch
 import Logging
 import Reactor
-import Store
 import TransferEngine
 import TransferModel
+import TransferStore
 
 /// The service core's centre: sessions and tasks in memory (the registry), their durable copy
 /// (the store), and their transfers (the engine). API handlers call it; the engine reports back
@@ -13,7 +13,7 @@ import TransferModel
 /// becomes visible in memory (and before the reply), so nothing a client was told is lost by a crash.
 package final class TaskCoordinator: @unchecked Sendable {
     package let registry = SessionRegistry()
-    let store: TaskStore?
+    let store: (any TransferStore)?
     package let blobs: BlobStore?
     package let engine: TransferEngine
     let layout: DataLayout
@@ -43,7 +43,7 @@ package final class TaskCoordinator: @unchecked Sendable {
         }
     }
 
-    package init(store: TaskStore?, blobs: BlobStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots,
+    package init(store: (any TransferStore)?, blobs: BlobStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots,
          limits: Limits, resumeKey: [UInt8], logger: Logger)
     {
         self.resumeKey = resumeKey
@@ -66,13 +66,13 @@ package final class TaskCoordinator: @unchecked Sendable {
 
     // MARK: persistence
 
-    /// Runs `work` in the next group commit for a durable session, with `events` journaled in the
-    /// same transaction, then `then`; the events reach listeners once committed. For an ephemeral
+    /// Commits `changes` for a durable session, with `events` journaled in the same batch, then
+    /// `then`; the events reach listeners once committed. For an ephemeral
     /// session nothing is written: the events join its in-memory journal and `then` runs at once.
     /// Events a running transfer of `entry` reported and that were not stored yet go first: they
     /// are taken where they are numbered, so a flush and a completion cannot swap them.
     func persist(_ session: SessionState, events drafts: [EventDraft] = [], reportedBy entry: TaskEntry? = nil,
-                 _ work: @escaping (Database) throws -> Void, then: @escaping @Sendable (Result<Void, Error>) -> Void)
+                 _ changes: [StoreChange], then: @escaping @Sendable (Result<CommitReport, Error>) -> Void)
     {
         guard session.mode.isDurable, let store else {
             session.feed.serially {
@@ -80,16 +80,13 @@ package final class TaskCoordinator: @unchecked Sendable {
                 session.locked { session.memoryJournal.append(contentsOf: events) }
                 session.feed.publish(events)
             }
-            return then(.success(()))
+            return then(.success(CommitReport()))
         }
-        // Numbering and queueing together, so seqs reach the single writer in order; it commits
-        // and publishes in that order.
+        // Numbering and queueing together, so seqs reach the store in order; it commits and
+        // answers in that order.
         session.feed.serially {
             let events = journal(drafts, reportedBy: entry, in: session)
-            store.writer.submit({ db in
-                try work(db)
-                try EventStore.insert(events, db)
-            }) { result in
+            store.commit(events.isEmpty ? changes : changes + [.insertEvents(events)]) { result in
                 if case .success = result { session.feed.publish(events) }
                 then(result)
             }
@@ -120,26 +117,21 @@ package final class TaskCoordinator: @unchecked Sendable {
         }
     }
 
-    /// Stores a task's new record (with `also` and `events`, in the same transaction), then
+    /// Stores a task's new record (with `also` and `events`, in the same batch), then
     /// publishes it: its completion, or what an attempt's end made of it (progress, response,
     /// phase). The latter never changes `state`, which suspend and resume decide: one of those
     /// may have been decided since the record was taken, and be committed before or after it.
-    /// The task is encoded once, here (not on the writer thread), for its row, its cached reply
+    /// The task is encoded once, here (not on the store's writer), for its row, its cached reply
     /// (when completed) and any event that carries it (`api` is passed to `events`).
     func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
                 events: ([UInt8]) -> [EventDraft] = { _ in [] },
-                also: ((Database) throws -> Void)? = nil, then: (@Sendable () -> Void)? = nil)
+                also: [StoreChange] = [], then: (@Sendable () -> Void)? = nil)
     {
         let api = record.jsonBytes()
         let document = record.storageDocument(api: api)
-        persist(session, events: events(api), reportedBy: entry, { db in
-            if record.isCompleted {
-                try TaskStore.updateTask(record, document: document, db)
-            } else {
-                try TaskStore.updateTaskKeepingState(record, document: document, db)
-            }
-            try also?(db)
-        }) { [self] result in
+        let update: StoreChange = record.isCompleted
+            ? .updateTask(record, document: document) : .updateTaskKeepingState(record, document: document)
+        persist(session, events: events(api), reportedBy: entry, [update] + also) { [self] result in
             if case .failure(let error) = result {
                 logger.error("cannot store task", metadata: ["task": "\(session.identifier)/\(record.id)", "error": "\(error)"])
             }

@@ -3,6 +3,7 @@ import Glibc
 import HTTPServer
 import Logging
 import Prometheus
+import SQLiteStore
 import TransferAPI
 import TransferCore
 import TransferEngine
@@ -19,7 +20,7 @@ public final class Service: Sendable {
     private let readiness = Readiness()
     private let coordinator: TaskCoordinator
     private let engine: TransferEngine
-    private let store: TaskStore
+    private let store: SQLiteTransferStore
     private let dataLock: DataDirectoryLock
 
     /// The address the API is served on (with the real port when port 0 was asked for).
@@ -37,7 +38,7 @@ public final class Service: Sendable {
             ? configuration.dataDirectory : Service.currentDirectory() + "/" + configuration.dataDirectory))
         try DataLayout.makeDirectories(layout.root)
         dataLock = try DataDirectoryLock(root: layout.root)
-        store = try TaskStore(path: layout.databasePath)
+        store = try SQLiteTransferStore(path: layout.databasePath)
         guard let policy = NetworkPolicy(parsing: configuration.networkPolicy) else {
             throw ConfigurationError("invalid --network-policy '\(configuration.networkPolicy)'")
         }
@@ -79,7 +80,7 @@ public final class Service: Sendable {
                                 router: router, logger: logger)
         readiness.register("http") { true }
         let store = store
-        readiness.register("store") { (try? store.reader.read { try $0.scalar("SELECT 1") }) == 1 }
+        readiness.register("store") { store.isReadable() }
         if !auth.isEnabled {
             logger.warning("no API token configured: serving loopback only, without authentication",
                            metadata: ["listen": .string(server.boundAddress.description)])

@@ -4,9 +4,7 @@ import TransferEngine
 /// The cookies of durable sessions (`session_cookies`, migration 7), so a `default` or
 /// `background` session still has them after a restart. A session's jar is written whole when it
 /// changed: jars are small, and whole writes cannot interleave with one another.
-enum CookieStore {
-    /// Replaces what is stored for `session` with `cookies` — unless the session is gone (a jar
-    /// written late must not outlive its session's removal).
+enum CookieSQL {
     static func replace(session: String, _ cookies: [Cookie], _ db: Database) throws {
         let exists = try db.statement("SELECT 1 FROM sessions WHERE identifier = ?")
         try exists.bind(.text(session))
@@ -27,25 +25,21 @@ enum CookieStore {
     static func deleteSessionCookies(_ session: String, _ db: Database) throws {
         try db.statement("DELETE FROM session_cookies WHERE session = ?").bind(.text(session)).run()
     }
-}
 
-extension TaskStore {
     /// A session's stored cookies that have not expired.
-    func loadCookies(session: String) throws -> [Cookie] {
-        try reader.read { db in
-            let s = try db.statement("""
-                SELECT name, value, domain, host_only, path, secure, http_only, expires FROM session_cookies
-                WHERE session = ? AND (expires IS NULL OR expires > unixepoch())
-                """)
-            try s.bind(.text(session))
-            defer { s.reset() }
-            var cookies: [Cookie] = []
-            while try s.step() {
-                cookies.append(Cookie(name: s.text(0) ?? "", value: s.text(1) ?? "", domain: s.text(2) ?? "", hostOnly: s.int(3) != 0,
-                                      path: s.text(4) ?? "/", secure: s.int(5) != 0, httpOnly: s.int(6) != 0,
-                                      expires: s.isNull(7) ? nil : s.int64(7)))
-            }
-            return cookies
+    static func load(session: String, _ db: Database) throws -> [Cookie] {
+        let s = try db.statement("""
+            SELECT name, value, domain, host_only, path, secure, http_only, expires FROM session_cookies
+            WHERE session = ? AND (expires IS NULL OR expires > unixepoch())
+            """)
+        try s.bind(.text(session))
+        defer { s.reset() }
+        var cookies: [Cookie] = []
+        while try s.step() {
+            cookies.append(Cookie(name: s.text(0) ?? "", value: s.text(1) ?? "", domain: s.text(2) ?? "", hostOnly: s.int(3) != 0,
+                                  path: s.text(4) ?? "/", secure: s.int(5) != 0, httpOnly: s.int(6) != 0,
+                                  expires: s.isNull(7) ? nil : s.int64(7)))
         }
+        return cookies
     }
 }

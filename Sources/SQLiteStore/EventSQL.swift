@@ -2,8 +2,8 @@ import Store
 import TransferModel
 
 /// SQL for the event journal and the webhook attempts.
-enum EventStore {
-    /// Several rows per statement, `OR FAIL`: see `TaskStore.insertTasks`.
+enum EventSQL {
+    /// Several rows per statement, `OR FAIL`: see `TaskSQL.insertTasks`.
     static func insert(_ events: [Event], _ db: Database) throws {
         try db.insertRows("INSERT OR FAIL INTO events (session, seq, id, type, task, at, data) VALUES",
                           columns: 7, count: events.count) { i, values in
@@ -56,8 +56,7 @@ enum EventStore {
         return try s.step() ? s.int64(0) : 0
     }
 
-    /// Removes events older than `cutoff` (the retention sweep), at most `limit` of them. A
-    /// session's newest event stays whatever its age: its seq is where numbering continues after
+    /// A session's newest event stays whatever its age: its seq is where numbering continues after
     /// a restart (`lastSeq`), and seqs must never be reused.
     static func deleteOlder(than cutoff: Timestamp, limit: Int, _ db: Database) throws {
         try db.statement("""
@@ -67,13 +66,6 @@ enum EventStore {
             """)
             .bind(.integer(cutoff.milliseconds), .int(limit)).run()
         try db.statement("DELETE FROM deliveries WHERE at < ?").bind(.integer(cutoff.milliseconds)).run()
-    }
-
-    static func countAfter(_ session: String, seq: Int64, _ db: Database) throws -> Int {
-        let s = try db.statement("SELECT count(*) FROM events WHERE session = ? AND seq > ?")
-        try s.bind(.text(session), .integer(seq))
-        defer { s.reset() }
-        return try s.step() ? s.int(0) : 0
     }
 
     static func recordAttempt(_ a: DeliveryAttempt, _ db: Database) throws {
@@ -86,14 +78,15 @@ enum EventStore {
             .run()
     }
 
-    static func attempts(_ session: String, afterRow: Int64, limit: Int, _ db: Database) throws -> [(Int64, DeliveryAttempt)] {
+    /// The rowid is an attempt's position: rows of `deliveries` are only appended.
+    static func attempts(_ session: String, afterRow: Int64, limit: Int, _ db: Database) throws -> [(position: Int64, attempt: DeliveryAttempt)] {
         let s = try db.statement("""
             SELECT rowid, event, seq, attempt, at, status, error, next_attempt_at FROM deliveries
             WHERE session = ? AND rowid > ? ORDER BY rowid LIMIT ?
             """)
         try s.bind(.text(session), .integer(afterRow), .int(limit))
         defer { s.reset() }
-        var out: [(Int64, DeliveryAttempt)] = []
+        var out: [(position: Int64, attempt: DeliveryAttempt)] = []
         while try s.step() {
             out.append((s.int64(0), DeliveryAttempt(session: session, event: s.text(1)!, seq: s.int64(2), attempt: s.int(3),
                                                     at: Timestamp(milliseconds: s.int64(4)), status: s.isNull(5) ? nil : s.int(5),
@@ -106,16 +99,4 @@ enum EventStore {
         try db.statement("DELETE FROM events WHERE session = ?").bind(.text(session)).run()
         try db.statement("DELETE FROM deliveries WHERE session = ?").bind(.text(session)).run()
     }
-}
-
-/// One webhook attempt.
-package struct DeliveryAttempt: Sendable {
-    let session: String
-    package let event: String
-    package let seq: Int64
-    package let attempt: Int
-    package let at: Timestamp
-    package let status: Int?
-    package let error: String?
-    package let nextAttemptAt: Timestamp?
 }

@@ -1,9 +1,9 @@
 import Glibc
 import Store
 import Testing
-@testable import JSON
-@testable import TransferCore
+@testable import SQLiteStore
 @testable import TransferModel
+@testable import TransferStore
 
 /// Migrations that rebuild a table must carry every stored row over, readable as before.
 struct SchemaMigrationTests {
@@ -15,7 +15,7 @@ struct SchemaMigrationTests {
         let db = try Database(path: path)
         try Migrator.migrate(db, to: Schema.migrations.filter { $0.version <= version })
         try db.execute("BEGIN")
-        try TaskStore.insertTasks(tasks, documents: tasks.map { TaskStore.document($0) }, db)
+        try TaskSQL.insertTasks(tasks, documents: tasks.map { $0.storageDocument() }, db)
         try db.execute("COMMIT")
         return path
     }
@@ -35,7 +35,7 @@ struct SchemaMigrationTests {
         let path = try databaseAt(version: 4, with: before)
         defer { for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) } }
 
-        let store = try TaskStore(path: path)
+        let store = try SQLiteTransferStore(path: path)
         defer { store.close() }
         for t in before {
             let loaded = try #require(try store.loadTask(session: t.session, id: t.id))
@@ -51,9 +51,7 @@ struct SchemaMigrationTests {
         for duplicate in [task("mm", sequence: 4, state: .suspended), task("new", sequence: 5, state: .suspended)] {
             var clash = duplicate
             if clash.id == "new" { clash.idempotencyKey = "key-2" }
-            #expect(throws: DatabaseError.self) {
-                try store.writer.perform { try TaskStore.insertTasks([clash], documents: [TaskStore.document(clash)], $0) }
-            }
+            #expect(throws: StoreError.self) { try store.apply([.insertTasks([clash], documents: [clash.storageDocument()])]) }
         }
         let summaries = try store.loadSessionSummaries(["com.example.a", "other"])
         let counts = summaries["com.example.a"]?.counts ?? [:]

@@ -1,0 +1,118 @@
+import Dispatch
+import JSON
+import Store
+import TransferEngine
+import TransferModel
+import TransferStore
+
+/// The store on SQLite: one writer thread committing batches in groups (`StoreWriter`: one
+/// transaction and one fsync for everything queued, each batch in a savepoint of its own, so a
+/// failing batch rolls back alone), and a pool of read connections beside it (WAL).
+package final class SQLiteTransferStore: TransferStore {
+    private let writer: StoreWriter
+    private let reader: StoreReader
+
+    package init(path: String) throws {
+        let database = try StoreFile.openForWriting(path: path, migrations: Schema.migrations)
+        writer = StoreWriter(database: database)
+        reader = StoreReader(path: path)
+    }
+
+    package func close() { writer.close() }
+
+    package func isReadable() -> Bool { (try? reader.read { try $0.scalar("SELECT 1") }) == 1 }
+
+    package func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
+        writer.submit({ db in
+            var report = CommitReport()
+            for change in changes { try SQLiteTransferStore.apply(change, to: &report, db) }
+            return report
+        }, completion: completion)
+    }
+
+    private static func apply(_ change: StoreChange, to report: inout CommitReport, _ db: Database) throws {
+        switch change {
+        case .upsertSession(let row): try TaskSQL.insertSession(row, db)
+        case .deleteSession(let identifier): report.removedBlobs += try TaskSQL.deleteSession(identifier, db)
+        case .insertTasks(let tasks, let documents): try TaskSQL.insertTasks(tasks, documents: documents, db)
+        case .updateTask(let task, let document): try TaskSQL.updateTask(task, document: document, db)
+        case .updateTaskKeepingState(let task, let document): try TaskSQL.updateTaskKeepingState(task, document: document, db)
+        case .updateState(let session, let id, let state, let phase):
+            try TaskSQL.updateState(session: session, id: id, state: state, phase: phase, db)
+        case .updateDetails(let session, let id, let priority, let description):
+            try TaskSQL.updateDetails(session: session, id: id, priority: priority, description: description, db)
+        case .flushProgress(let rows): try TaskSQL.flushProgress(rows, db)
+        case .deleteTask(let session, let id): try TaskSQL.deleteTask(session: session, id: id, db)
+        case .insertEvents(let events): try EventSQL.insert(events, db)
+        case .recordAttempts(let attempts): for attempt in attempts { try EventSQL.recordAttempt(attempt, db) }
+        case .setDelivered(let session, let seq): try EventSQL.setDelivered(session, through: seq, db)
+        case .setAcked(let session, let seq): try EventSQL.setAcked(session, through: seq, db)
+        case .deleteEventsOlder(let cutoff, let limit): try EventSQL.deleteOlder(than: cutoff, limit: limit, db)
+        case .insertBlob(let blob): try BlobSQL.insert(blob, db)
+        case .deleteBlob(let id): try BlobSQL.delete(id, db)
+        case .replaceCookies(let session, let cookies): try CookieSQL.replace(session: session, cookies, db)
+        }
+    }
+
+    // MARK: reads
+
+    package func loadSessions() throws -> [StoredSession] { try reader.read(TaskSQL.loadSessions) }
+
+    package func loadSessionSummaries(_ sessions: [String]) throws -> [String: SessionSummary] {
+        try reader.read { try TaskSQL.sessionSummaries(sessions, $0) }
+    }
+
+    /// Decoding the documents is most of a start-up with many unfinished tasks (tens of thousands
+    /// scheduled for later), so it is spread over the cores; the reading is not.
+    package func loadUnfinishedTasks() throws -> [TaskRecord] {
+        let documents = try reader.read(TaskSQL.unfinishedDocuments)
+        var decoded = [TaskRecord?](repeating: nil, count: documents.count)
+        // A few more pieces than cores; concurrentPerform runs them on as many threads as there are.
+        let workers = max(1, min(16, documents.count / 512))
+        decoded.withUnsafeMutableBufferPointer { buffer in
+            nonisolated(unsafe) let slots = buffer  // each worker writes only its own indexes
+            DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                for i in stride(from: worker, to: documents.count, by: workers) {
+                    slots[i] = (try? JSONParser.parse(documents[i])).flatMap(TaskRecord.init(stored:))
+                }
+            }
+        }
+        return decoded.compactMap { $0 }
+    }
+
+    package func loadTask(session: String, id: String) throws -> TaskRecord? {
+        try reader.read { try TaskSQL.loadTask(session: session, id: id, $0) }
+    }
+
+    package func taskExists(session: String, id: String) throws -> Bool {
+        try reader.read { try TaskSQL.taskExists(session: session, id: id, $0) }
+    }
+
+    package func listTasks(session: String, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int) throws -> [TaskRecord] {
+        try reader.read { try TaskSQL.listTasks(session: session, after: after, state: state, kind: kind, limit: limit, $0) }
+    }
+
+    package func completedBefore(_ cutoff: Timestamp, limit: Int) throws -> [TaskRecord] {
+        try reader.read { try TaskSQL.completedBefore(cutoff, limit: limit, $0) }
+    }
+
+    package func events(session: String, after seq: Int64, limit: Int) throws -> [Event] {
+        try reader.read { try EventSQL.events(session, after: seq, limit: limit, $0) }
+    }
+
+    package func event(session: String, id: String) throws -> Event? {
+        try reader.read { try EventSQL.event(session, id: id, $0) }
+    }
+
+    package func attempts(session: String, after position: Int64, limit: Int) throws -> [(position: Int64, attempt: DeliveryAttempt)] {
+        try reader.read { try EventSQL.attempts(session, afterRow: position, limit: limit, $0) }
+    }
+
+    package func blob(_ id: String) throws -> Blob? { try reader.read { try BlobSQL.lookup(id, $0) } }
+
+    package func expiredBlobs(before cutoff: Timestamp, limit: Int) throws -> [String] {
+        try reader.read { try BlobSQL.expired(before: cutoff, limit: limit, $0) }
+    }
+
+    package func loadCookies(session: String) throws -> [Cookie] { try reader.read { try CookieSQL.load(session: session, $0) } }
+}

@@ -1,0 +1,133 @@
+import Dispatch
+import Reactor
+import TransferEngine
+import TransferModel
+
+/// The store in memory, with the SQLite store's semantics: for sessions whose state need not
+/// survive the process, and for testing the core without a database. A batch is applied to a copy
+/// of the state under the lock and kept only if all of it succeeded (so it costs a copy of what it
+/// changes: fine for the volumes kept in memory); completions run on a queue of their own, in
+/// commit order, as the SQLite store's do.
+final class InMemoryTransferStore: TransferStore {
+    private let state = Locked<(value: InMemoryState, closed: Bool)>((InMemoryState(), false))
+    private let completions = DispatchQueue(label: "transferd.memory-store.completions")
+
+    init() {}
+
+    func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
+        state.withLock { state in
+            let result = Result { () throws -> CommitReport in
+                guard !state.closed else { throw StoreError.closed }
+                var next = state.value
+                var report = CommitReport()
+                for change in changes { try next.apply(change, to: &report) }
+                state.value = next
+                return report
+            }
+            // Queued under the lock, so completions run in commit order.
+            completions.async { completion(result) }
+        }
+    }
+
+    func close() {
+        state.withLock { $0.closed = true }
+        completions.sync {}
+    }
+
+    func isReadable() -> Bool { true }
+
+    private func read<T>(_ body: (InMemoryState) throws -> T) rethrows -> T {
+        try state.withLock { try body($0.value) }
+    }
+
+    // MARK: sessions
+
+    func loadSessions() throws -> [StoredSession] {
+        read { state in
+            state.rows.values.map { row in
+                var row = row
+                row.lastEventSeq = state.sessions[row.identifier]?.events.last?.seq ?? 0
+                return row
+            }
+        }
+    }
+
+    func loadSessionSummaries(_ sessions: [String]) throws -> [String: SessionSummary] {
+        read { state in
+            var result: [String: SessionSummary] = [:]
+            for session in sessions {
+                let tasks = state.sessions[session]?.tasks.values
+                var counts = Dictionary(uniqueKeysWithValues: TaskState.allCases.map { ($0, 0) })
+                for task in tasks ?? [:].values { counts[task.state, default: 0] += 1 }
+                result[session] = SessionSummary(counts: counts, maxSequence: tasks?.map(\.sequence).max() ?? 0)
+            }
+            return result
+        }
+    }
+
+    // MARK: tasks
+
+    func loadUnfinishedTasks() throws -> [TaskRecord] {
+        read { $0.sessions.values.flatMap { $0.tasks.values.filter { !$0.isCompleted } } }
+    }
+
+    func loadTask(session: String, id: String) throws -> TaskRecord? {
+        read { $0.sessions[session]?.tasks[id] }
+    }
+
+    func taskExists(session: String, id: String) throws -> Bool {
+        read { $0.sessions[session]?.tasks[id] != nil }
+    }
+
+    func listTasks(session: String, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int) throws -> [TaskRecord] {
+        read {
+            ($0.sessions[session]?.tasks.values ?? [:].values)
+                .filter { $0.sequence > after && (state == nil || $0.state == state) && (kind == nil || $0.kind == kind) }
+                .sorted { $0.sequence < $1.sequence }
+                .prefix(limit).map { $0 }
+        }
+    }
+
+    func completedBefore(_ cutoff: Timestamp, limit: Int) throws -> [TaskRecord] {
+        read {
+            $0.sessions.values.flatMap { $0.tasks.values.filter { $0.completedAt.map { $0 < cutoff } ?? false } }
+                .sorted { $0.completedAt! < $1.completedAt! }
+                .prefix(limit).map { $0 }
+        }
+    }
+
+    // MARK: events and deliveries
+
+    func events(session: String, after seq: Int64, limit: Int) throws -> [Event] {
+        read { state in
+            let events = state.sessions[session]?.events ?? []
+            let start = events.firstIndex { $0.seq > seq } ?? events.count
+            return Array(events[start..<min(events.count, start + limit)])
+        }
+    }
+
+    func event(session: String, id: String) throws -> Event? {
+        read { $0.sessions[session]?.events.first { $0.id == id } }
+    }
+
+    func attempts(session: String, after position: Int64, limit: Int) throws -> [(position: Int64, attempt: DeliveryAttempt)] {
+        read { $0.attempts.lazy.filter { $0.attempt.session == session && $0.position > position }.prefix(limit).map { $0 } }
+    }
+
+    // MARK: blobs and cookies
+
+    func blob(_ id: String) throws -> Blob? { read { $0.blobs[id] } }
+
+    func expiredBlobs(before cutoff: Timestamp, limit: Int) throws -> [String] {
+        read {
+            $0.blobs.values.filter { $0.owner == nil && $0.createdAt < cutoff }
+                .sorted { $0.createdAt < $1.createdAt }
+                .prefix(limit).map(\.id)
+        }
+    }
+
+    func loadCookies(session: String) throws -> [Cookie] {
+        let now = Timestamp.now().milliseconds / 1000
+        return read { ($0.sessions[session]?.cookies ?? []).filter { $0.expires.map { $0 > now } ?? true } }
+    }
+}
