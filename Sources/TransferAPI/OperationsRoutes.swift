@@ -1,6 +1,7 @@
 import HTTPServer
 import JSON
 import Prometheus
+import TransferCore
 
 /// `/healthz`, `/readyz` and `/metrics`: for probes and scrapers, never behind a token.
 package struct OperationsRoutes {

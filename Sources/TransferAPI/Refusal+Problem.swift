@@ -1,5 +1,6 @@
 import HTTPServer
 import JSON
+import TransferCore
 import TransferModel
 
 /// Where a refusal becomes HTTP: its status, and the problem document (RFC 9457) that carries it.

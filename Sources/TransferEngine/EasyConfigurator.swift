@@ -43,10 +43,10 @@ enum EasyConfigurator {
         _ = transferd_easy_setopt_data_cb(h, CURLOPT_HEADERFUNCTION, headerCallback)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_HEADERDATA, me)
 
-        configureMethodAndBody(h, spec, transfer)
+        configureMethodAndBody(h, spec, transfer.files.body, transfer)
         var list: UnsafeMutablePointer<curl_slist>?
         for (name, value) in spec.headers { list = curl_slist_append(list, "\(name): \(value)") }
-        if let resume = spec.resume {
+        if let resume = transfer.files.resume {
             _ = transferd_easy_setopt_string(h, CURLOPT_RANGE, "\(resume.offset)-")
             if let validator = resume.validator { list = curl_slist_append(list, "If-Range: \(validator)") }
         }
@@ -54,14 +54,16 @@ enum EasyConfigurator {
         transfer.headerList = list
     }
 
-    private static func configureMethodAndBody(_ h: UnsafeMutableRawPointer, _ spec: TransferSpec, _ transfer: Transfer) {
+    private static func configureMethodAndBody(_ h: UnsafeMutableRawPointer, _ spec: TransferSpec, _ body: RequestBodySource,
+                                               _ transfer: Transfer)
+    {
         switch spec.method {
         case "GET": break
         case "HEAD": _ = transferd_easy_setopt_long(h, CURLOPT_NOBODY, 1)
-        case "POST" where isStreamed(spec.body), "PUT" where isStreamed(spec.body): break
+        case "POST" where isStreamed(body), "PUT" where isStreamed(body): break
         default: _ = transferd_easy_setopt_string(h, CURLOPT_CUSTOMREQUEST, spec.method)
         }
-        switch spec.body {
+        switch body {
         case .none:
             break
         case .bytes(let bytes):
@@ -75,7 +77,7 @@ enum EasyConfigurator {
         case .segments:
             // Streamed through CURLOPT_READFUNCTION; the seek callback rewinds it when curl must
             // send it again (a 307/308 redirect, an authentication round).
-            let total = curl_off_t(spec.body.totalLength)
+            let total = curl_off_t(body.totalLength)
             switch spec.method {
             case "POST":
                 _ = transferd_easy_setopt_long(h, CURLOPT_POST, 1)

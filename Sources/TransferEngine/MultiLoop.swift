@@ -56,16 +56,16 @@ final class MultiLoop: @unchecked Sendable {
 
     // MARK: running transfers (loop thread)
 
+    /// Admits a transfer: its files are opened and its curl handle and buffers taken only now, so
+    /// a waiting transfer holds none of them.
     func start(_ transfer: Transfer) {
         let q = transfer.session
-        if let failure = q.settings.tls.unavailable {
-            // The session's TLS files could not be read: no transfer runs without them.
-            q.finished(transfer)
-            shared.releaseSlot(from: self)
-            transfer.setupFailure = failure
-            deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
-            admission.offer(q)
-            return
+        // The session's TLS files could not be read: no transfer runs without them.
+        if let failure = q.settings.tls.unavailable { return refuse(transfer, failure) }
+        do {
+            try transfer.prepare()
+        } catch {
+            return refuse(transfer, error)
         }
         // Under `never` with an empty jar there is nothing to send and nothing may be kept, not
         // even along this transfer's redirects: the engine stays off.
@@ -95,6 +95,17 @@ final class MultiLoop: @unchecked Sendable {
             return
         }
         transfer.observer.transferStarted(transfer.handle)
+    }
+
+    /// Ends an admitted transfer that cannot start, before it takes a curl handle; its slot goes
+    /// to the next one.
+    private func refuse(_ transfer: Transfer, _ failure: TransferFailure) {
+        let q = transfer.session
+        q.finished(transfer)
+        shared.releaseSlot(from: self)
+        transfer.setupFailure = failure
+        deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
+        admission.offer(q)
     }
 
     /// Large receive buffers make a lone download write in big pieces (page-cache writes of 1 MiB
@@ -202,7 +213,7 @@ final class MultiLoop: @unchecked Sendable {
     /// Hands the outcome to the observer on this loop — once the hasher, if any, has caught up
     /// (a successful file gets its digest) or let go of the file.
     private func deliver(_ transfer: Transfer, outcome: TransferOutcome) {
-        if case .segments(let segments) = transfer.spec.body {
+        if case .segments(let segments) = transfer.files.body {
             for case .file(let fd, _, _) in segments { close(fd) }
         }
         undelivered.add(1, ordering: .relaxed)

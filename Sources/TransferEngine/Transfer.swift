@@ -28,8 +28,11 @@ final class Transfer: @unchecked Sendable {
     var credential: Credential?
     /// The easy handle has curl's cookie engine on (the pool keeps such handles apart).
     var usesCookieEngine = false
-    /// Why the transfer could not even start (the session's TLS files are unreadable).
+    /// Why the transfer could not even start (the session's TLS files are unreadable, its files
+    /// cannot be opened).
     var setupFailure: TransferFailure?
+    /// The spec's body, output and resume until admission, then what its preparer opened.
+    private(set) var files: TransferFiles
 
     // Output.
     private var outputFD: Int32 = -1
@@ -38,7 +41,7 @@ final class Transfer: @unchecked Sendable {
     private var writebackOffset: Int64 = 0
     private var memoryBody: [UInt8] = []
     private var received: Int64 = 0
-    /// Hashes the output file a step behind the writes (`spec.hashOutput`).
+    /// Hashes the output file a step behind the writes (`spec.hashOutput`), from admission on.
     private(set) var hasher: FileHasher?
 
     // Request body (`.segments`): where the next read starts.
@@ -71,17 +74,21 @@ final class Transfer: @unchecked Sendable {
         self.session = session
         self.counters = counters
         priority = handle.spec.priority
-        switch handle.spec.output {
-        case .file(let fd, let offset):
+        files = TransferFiles(body: handle.spec.body, output: handle.spec.output, resume: handle.spec.resume)
+    }
+
+    /// Admitted: opens the files (the spec's preparer, if any) and sets up the output and its
+    /// hasher. Nothing of this exists while the transfer waits.
+    func prepare() throws(TransferFailure) {
+        if let preparer = spec.preparer { files = try preparer.prepare() }
+        if case .file(let fd, let offset) = files.output {
             outputFD = fd
             writeOffset = offset
             writebackOffset = offset
             handle.setReceived(offset)
-        case .memory, .discard:
-            break
+            if spec.hashOutput { hasher = FileHasher(fd: fd) }
         }
-        if handle.spec.hashOutput, case .file(let fd, _) = handle.spec.output { hasher = FileHasher(fd: fd) }
-        let toSend = handle.spec.body.totalLength
+        let toSend = files.body.totalLength
         if toSend > 0 { handle.setExpectedToSend(toSend) }
     }
 
@@ -98,7 +105,7 @@ final class Transfer: @unchecked Sendable {
             writeFailure = TransferFailure(.dataLengthExceedsMaximum, "the response body is larger than \(max) bytes")
             return 0
         }
-        switch spec.output {
+        switch files.output {
         case .file:
             var done = 0
             while done < data.count {
@@ -144,7 +151,7 @@ final class Transfer: @unchecked Sendable {
     /// CURLOPT_READFUNCTION: the next piece of a streamed request body, file parts read straight
     /// into curl's buffer.
     func read(into whole: UnsafeMutableRawBufferPointer) -> Int {
-        guard case .segments(let segments) = spec.body else { return 0 }
+        guard case .segments(let segments) = files.body else { return 0 }
         var buffer = whole
         if let pacer {
             guard pacer.mayMove(self) else { return Int(transferd_readfunc_pause()) }
@@ -189,7 +196,7 @@ final class Transfer: @unchecked Sendable {
 
     /// CURLOPT_SEEKFUNCTION: rewind (or move) the body to `offset` for a resend.
     func seek(to offset: Int64) -> Bool {
-        guard case .segments(let segments) = spec.body, offset >= 0, offset <= spec.body.totalLength else { return false }
+        guard case .segments(let segments) = files.body, offset >= 0, offset <= files.body.totalLength else { return false }
         var rest = offset
         bodySegment = 0
         while bodySegment < segments.count && rest >= segments[bodySegment].length && segments[bodySegment].length > 0 {
@@ -224,7 +231,7 @@ final class Transfer: @unchecked Sendable {
             return true
         }
         handle.setPhase(.transferring)
-        if let resume = spec.resume, !acceptResumedResponse(head, resume: resume) { return false }
+        if let resume = files.resume, !acceptResumedResponse(head, resume: resume) { return false }
         if let length = head.expectedContentLength {
             handle.setExpected(length + (resumedAtOffset ?? 0))
         }
@@ -248,7 +255,7 @@ final class Transfer: @unchecked Sendable {
             resumedAtOffset = resume.offset
             return true
         }
-        guard case .file = spec.output else { return true }
+        guard case .file = files.output else { return true }
         if ftruncate(outputFD, 0) != 0 {
             writeFailure = TransferFailure(.cannotWriteToFile, "cannot truncate the file: \(String(cString: strerror(errno)))")
             return false
@@ -261,7 +268,7 @@ final class Transfer: @unchecked Sendable {
             writeFailure = TransferFailure(.badServerResponse, "the origin refused the range (416); the file starts over")
             return false
         }
-        if let old = hasher, case .file(let fd, _) = spec.output {
+        if let old = hasher, case .file(let fd, _) = files.output {
             old.cancel { _ in }
             hasher = FileHasher(fd: fd)
         }
@@ -277,13 +284,14 @@ final class Transfer: @unchecked Sendable {
         outcome.resumedAtOffset = resumedAtOffset
         outcome.restartedFromZero = restartedFromZero
         outcome.stopReason = stopReason
-        switch spec.output {
+        outcome.started = running
+        switch files.output {
         case .file: outcome.bytesReceived = writeOffset
         case .memory: outcome.bytesReceived = Int64(memoryBody.count); outcome.body = memoryBody
         case .discard: outcome.bytesReceived = received
         }
         outcome.bytesSent = bodySent
-        outcome.bytesExpectedToSend = spec.body.totalLength
+        outcome.bytesExpectedToSend = files.body.totalLength
         if let easy { outcome.metrics = CurlInfo.metrics(easy) }
         if let stopReason {
             outcome.failure = TransferFailure(stopReason == .resourceTimeout ? .timedOut : .cancelled,

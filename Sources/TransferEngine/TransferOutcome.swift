@@ -7,6 +7,7 @@ public enum TransferErrorCode: String, Sendable {
     case clientCertificateRejected = "client_certificate_rejected"
     case userAuthenticationRequired = "user_authentication_required"
     case cannotWriteToFile = "cannot_write_to_file", cannotOpenFile = "cannot_open_file"
+    case fileDoesNotExist = "file_does_not_exist"
     case blockedByPolicy = "blocked_by_policy", dataLengthExceedsMaximum = "data_length_exceeds_maximum"
 }
 
@@ -80,6 +81,9 @@ public struct TransferMetrics: Sendable, Equatable {
 
 /// What one attempt came to.
 public struct TransferOutcome: Sendable {
+    /// The attempt began: admitted, its files opened, its request on its way. One stopped while
+    /// it waited, or refused at admission, moved nothing and has no progress to report.
+    public var started = false
     public var failure: TransferFailure?
     public var stopReason: StopReason?
     public var response: ResponseHead?

@@ -10,6 +10,9 @@ public struct TransferSpec: Sendable {
     public var headers: [(String, String)] = []
     public var body: RequestBodySource = .none
     public var output: OutputTarget = .discard
+    /// Opens the body and output when the transfer is admitted; what it returns takes the place
+    /// of `body`, `output` and `resume`. nil: those are ready as they are.
+    public var preparer: (any TransferPreparer)?
     /// Received body bytes beyond this fail the transfer with `dataLengthExceedsMaximum`.
     public var maxBodyBytes: Int64?
     /// Continue a partial file: `Range: bytes=offset-` with `If-Range` (RFC 9110 §13.1.5).
@@ -34,6 +37,31 @@ public struct TransferSpec: Sendable {
 
     /// `scheme://host:port` of the URL, the unit `max_connections_per_host` counts.
     public var hostKey: String { URLParts(url)?.hostKey ?? url }
+}
+
+/// Opens what a transfer reads and writes when the engine admits it, not when it is queued: a
+/// transfer waiting for a slot holds no descriptor, so tens of thousands can wait behind a few
+/// running ones.
+public protocol TransferPreparer: Sendable {
+    /// Called once, on the transfer's loop thread, as the transfer is admitted, before it takes a
+    /// curl handle — so it must be quick (opening a file is, an fsync is not). The engine owns the
+    /// returned descriptors as it owns a spec's. A failure ends the transfer with it, no request
+    /// made; a transfer stopped while it waits is never prepared.
+    func prepare() throws(TransferFailure) -> TransferFiles
+}
+
+/// A transfer's request body and output, and where a resumed output continues.
+public struct TransferFiles: Sendable {
+    public var body: RequestBodySource
+    public var output: OutputTarget
+    /// Continue a partial file: `Range: bytes=offset-` with `If-Range` (RFC 9110 §13.1.5).
+    public var resume: ResumeRequest?
+
+    public init(body: RequestBodySource = .none, output: OutputTarget = .discard, resume: ResumeRequest? = nil) {
+        self.body = body
+        self.output = output
+        self.resume = resume
+    }
 }
 
 public struct ResumeRequest: Sendable, Equatable {

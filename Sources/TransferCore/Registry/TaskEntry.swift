@@ -81,9 +81,11 @@ package final class TaskEntry: @unchecked Sendable {
         return bytes
     }
 
-    /// The record with live progress from the engine folded in.
+    /// The record with live progress from the engine folded in — once the transfer is admitted:
+    /// a queued one has opened nothing yet, so its own counters know nothing of the partial file
+    /// the record's progress describes.
     var snapshot: TaskRecord {
-        guard let transfer else { return record }
+        guard let transfer, transfer.phase != .waiting else { return record }
         var r = record
         r.progress.bytesReceived = transfer.bytesReceived
         let expected = transfer.bytesExpectedToReceive

@@ -2,7 +2,8 @@ import Glibc
 import TransferEngine
 import TransferModel
 
-/// Request bodies: checked when a task is created, opened when its transfer starts.
+/// Request bodies: checked when a task is created, found when its transfer is handed to the engine,
+/// opened when the engine admits it.
 extension TaskCoordinator {
     /// Inline bodies up to this size stay in the task record (and so in its SQLite row); larger
     /// ones of durable sessions are spooled to a blob file, so no task document carries megabytes.
@@ -74,45 +75,61 @@ extension TaskCoordinator {
         return spooled
     }
 
-    /// The request body of a starting transfer: files opened now, wrapped in multipart if asked
-    /// (then with the `Content-Type` naming its boundary).
-    func openBody(for record: TaskRecord, session: SessionState) throws(TaskError) -> (RequestBodySource, contentType: String?) {
-        guard let body = record.body else { return (.none, nil) }
-        let content: BodySegment
+    /// The request body of a starting transfer, found but not opened: the store is asked about a
+    /// source task here, off the curl loop; the files are opened once the engine admits the
+    /// transfer (`openBody`). A multipart body gets its boundary, for the `Content-Type`, now.
+    func planBody(for record: TaskRecord, session: SessionState) throws(TaskError) -> TaskBody {
+        guard let body = record.body else { return TaskBody(content: nil, multipart: nil) }
+        let content: TaskBody.Content
         var filename: String?
         switch body {
         case .inline(let bytes):
-            guard record.multipart != nil else { return (.bytes(bytes), nil) }
             content = .bytes(bytes)
         case .blob(let id, _):
             guard let blobs else { throw TaskError(code: .fileDoesNotExist, message: "blob \(id) is gone") }
-            content = try openWhole(blobs.path(id), what: "blob \(id)")
+            content = .kept(path: blobs.path(id), what: "blob \(id)")
         case .file(let path):
-            do {
-                let fd = try openSourceFile(path, field: "upload.from_file")
-                content = .file(fd: fd, offset: 0, length: TaskCoordinator.size(of: fd))
-            } catch {
-                throw TaskError(code: error.code == "file_does_not_exist" ? .fileDoesNotExist : .cannotOpenFile,
-                                message: error.detail)
-            }
+            content = .clientFile(path: path)
             filename = path.split(separator: "/").last.map(String.init)
         case .task(let id):
             guard let source = try? self.record(session, id), let result = source.result else {
                 throw TaskError(code: .fileDoesNotExist, message: "the download of task \(id) is gone")
             }
-            if source.destination != nil {
-                guard let fd = try? allowedRoots.openFile(result.location, flags: O_RDONLY) else {
-                    throw TaskError(code: .fileDoesNotExist, message: "\(result.location) is gone")
-                }
-                content = .file(fd: fd, offset: 0, length: TaskCoordinator.size(of: fd))
-            } else {
-                content = try openWhole(result.location, what: "the download of task \(id)")
-            }
+            content = source.destination != nil ? .destination(path: result.location)
+                : .kept(path: result.location, what: "the download of task \(id)")
             filename = source.response?.suggestedFilename
         }
-        guard let multipart = record.multipart else { return (.segments([content]), nil) }
-        let wrapper = MultipartBody(spec: multipart, defaultFilename: filename ?? "file")
-        return (.segments(wrapper.wrap(content)), wrapper.contentType)
+        let multipart = record.multipart.map { MultipartBody(spec: $0, defaultFilename: filename ?? "file") }
+        return TaskBody(content: content, multipart: multipart)
+    }
+
+    /// Opens a planned body's file, wrapped in its multipart parts if it has them. On the curl
+    /// loop, as the transfer is admitted: opening beneath a root is a few `openat`s.
+    func openBody(_ body: TaskBody) throws(TaskError) -> RequestBodySource {
+        let segment: BodySegment
+        switch body.content {
+        case nil:
+            return .none
+        case .bytes(let bytes)?:
+            guard body.multipart != nil else { return .bytes(bytes) }
+            segment = .bytes(bytes)
+        case .kept(let path, let what)?:
+            segment = try openWhole(path, what: what)
+        case .clientFile(let path)?:
+            do {
+                let fd = try openSourceFile(path, field: "upload.from_file")
+                segment = .file(fd: fd, offset: 0, length: TaskCoordinator.size(of: fd))
+            } catch {
+                throw TaskError(code: error.code == "file_does_not_exist" ? .fileDoesNotExist : .cannotOpenFile,
+                                message: error.detail)
+            }
+        case .destination(let path)?:
+            guard let fd = try? allowedRoots.openFile(path, flags: O_RDONLY) else {
+                throw TaskError(code: .fileDoesNotExist, message: "\(path) is gone")
+            }
+            segment = .file(fd: fd, offset: 0, length: TaskCoordinator.size(of: fd))
+        }
+        return .segments(body.multipart?.wrap(segment) ?? [segment])
     }
 
     private func openWhole(_ path: String, what: String) throws(TaskError) -> BodySegment {
@@ -128,3 +145,23 @@ extension TaskCoordinator {
 }
 
 extension TaskError: Error {}
+
+/// Where a task's request body comes from, resolved when its transfer is handed to the engine.
+struct TaskBody {
+    enum Content {
+        case bytes([UInt8])
+        /// A file transferd keeps (a blob, a download in the session's directory).
+        case kept(path: String, what: String)
+        /// A client's `from_file`, opened beneath its allowed root and checked to be a regular file.
+        case clientFile(path: String)
+        /// A finished download at a client's `download.destination`.
+        case destination(path: String)
+    }
+
+    /// nil: the request has no body.
+    let content: Content?
+    let multipart: MultipartBody?
+
+    /// The `Content-Type` a multipart body replaces the task's with.
+    var contentType: String? { multipart?.contentType }
+}

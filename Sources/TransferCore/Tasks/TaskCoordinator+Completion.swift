@@ -15,8 +15,12 @@ extension TaskCoordinator {
             entry.outputBusy = true
             defer { entry.output = nil }
             var record = entry.record
-            TaskCoordinator.absorb(outcome, into: &record)
-            record.validator = TaskCoordinator.validator(after: outcome.response, previous: record.validator)
+            // One stopped while it waited (or refused at admission) did nothing: the task keeps
+            // what its previous attempt reported.
+            if outcome.started {
+                TaskCoordinator.absorb(outcome, into: &record)
+                record.validator = TaskCoordinator.validator(after: outcome.response, previous: record.validator)
+            }
             entry.record = record
             return (entry.output, record, entry.produceResumeData, session.configuration)
         }
@@ -98,13 +102,21 @@ extension TaskCoordinator {
     }
 
     /// Completes a task whose last attempt failed: a resumable download keeps its partial file
-    /// for the resume data the error carries; anything else loses its temporary file.
+    /// for the resume data the error carries; anything else loses its temporary file. An attempt
+    /// that never opened the file (stopped while queued, refused at admission) settles what an
+    /// earlier attempt left the same way.
     private func fail(_ entry: TaskEntry, in session: SessionState, output: TaskOutput?, record: TaskRecord,
                       error: TaskError, resumable: Bool)
     {
         var error = error
-        error.resumeData = resumable ? keepForResume(record, output: output) : nil
-        if error.resumeData == nil { output?.discard() }
+        if let output {
+            error.resumeData = resumable ? keepForResume(record, output: output) : nil
+            if error.resumeData == nil { output.discard() }
+        } else if resumable {
+            error.resumeData = settlePartialOutput(of: record, session: session)
+        } else {
+            discardPartialOutput(of: record, session: session)
+        }
         complete(entry, in: session, error: error)
     }
 

@@ -5,8 +5,9 @@ import TransferEngine
 import TransferModel
 
 extension TaskCoordinator {
-    /// Hands a running task to the engine: opens its output, builds the transfer from the task and
-    /// its session's configuration. A task whose output cannot be opened completes with the error.
+    /// Hands a running task to the engine: builds the transfer from the task and its session's
+    /// configuration. Its files are opened only once the engine admits it (`TaskFilePreparer`):
+    /// a task queued behind the session's limits holds no descriptor.
     func startTransfer(_ entry: TaskEntry, in session: SessionState) {
         let claimed: (TaskRecord, SessionConfiguration)? = session.locked {
             guard entry.record.state == .running, entry.transfer == nil, !entry.outputBusy, !entry.cancelRequested,
@@ -23,28 +24,20 @@ extension TaskCoordinator {
         guard remaining > 0 else {
             return complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
         }
-        // Not before `begin_at`: until then nothing is opened or handed to the engine — a task
-        // scheduled for tomorrow costs a timer, not a file descriptor (nor start-up time).
+        // Not before `begin_at`: until then nothing is handed to the engine — a task scheduled
+        // for tomorrow costs a timer, not a place in the queue (nor start-up time).
         if let beginAt = record.beginAt, beginAt > now {
             session.locked { entry.record.phase = .scheduled }
             guard release(nil, of: entry, in: session) else { return }
             return startLater(entry, in: session, after: beginAt.seconds - now.seconds, waitingIn: .scheduled)
         }
-        let body: (RequestBodySource, contentType: String?)
+        let body: TaskBody
         do {
-            body = try openBody(for: record, session: session)
+            body = try planBody(for: record, session: session)
         } catch {
             return complete(entry, in: session, error: error)
         }
-        let output: TaskOutput?
-        do {
-            if let resume = record.resumeFrom { adoptPartial(resume, for: record, session: session) }
-            output = try openOutput(for: record, session: session)
-        } catch {
-            TaskCoordinator.closeFiles(of: body.0)
-            let code: TaskErrorCode = error.code == ENOENT ? .fileDoesNotExist : .cannotWriteToFile
-            return complete(entry, in: session, error: TaskError(code: code, message: error.message))
-        }
+        if let resume = record.resumeFrom { adoptPartial(resume, for: record, session: session) }
         var spec = TransferSpec(label: "\(session.identifier)/\(record.id)", session: session.identifier, url: record.url)
         spec.method = record.method
         var taskHeaders = record.headers
@@ -53,26 +46,14 @@ extension TaskCoordinator {
             taskHeaders.append(Header(name: "Content-Type", value: contentType))
         }
         spec.headers = TaskCoordinator.mergedHeaders(session: configuration.headers, task: taskHeaders)
-        spec.body = body.0
+        spec.preparer = TaskFilePreparer(coordinator: self, session: session, entry: entry, body: body)
         spec.idleTimeout = configuration.timeoutRequest
         spec.totalTimeout = remaining
         spec.followRedirects = configuration.redirects.follow
         spec.maxRedirects = configuration.redirects.max
         spec.priority = record.priority
         spec.sequence = UInt64(record.sequence)
-        if let output {
-            let existing = output.existingSize
-            if existing > 0, record.isResumable, let validator = record.validator {
-                spec.resume = ResumeRequest(offset: existing, validator: validator)
-                spec.output = .file(fd: output.fd, offset: existing)
-            } else {
-                output.truncate()
-                spec.output = .file(fd: output.fd, offset: 0)
-            }
-            spec.hashOutput = record.kind == .download
-        } else {
-            spec.output = .memory
-        }
+        spec.hashOutput = record.kind == .download
         if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
@@ -80,17 +61,15 @@ extension TaskCoordinator {
             // A cancel that came meanwhile found the file busy and left the task to `release`; a
             // suspend stored meanwhile found no transfer to stop.
             guard !entry.cancelRequested, entry.record.state == .running else { return false }
-            entry.output = output
             entry.record.phase = .waiting
             entry.record.nextAttemptAt = nil
+            // Its preparer opens the file on admission; until the attempt's end (`transferEnded`)
+            // the file is the transfer's.
             entry.transfer = engine.submit(spec, observer: observer)
             entry.outputBusy = false
             return true
         }
-        if !submitted {
-            TaskCoordinator.closeFiles(of: body.0)
-            _ = release(output, of: entry, in: session)
-        }
+        if !submitted { _ = release(nil, of: entry, in: session) }
     }
 
     /// Where a task's output goes: beside `download.destination` (inside an allowed root), or in

@@ -1,0 +1,59 @@
+import Glibc
+import TransferEngine
+
+/// Opens a task's files when the engine admits its transfer, on the curl loop: the request body,
+/// and the temporary output file, continued from what it holds when the task may resume. Until
+/// then a queued task holds no descriptor, however many wait behind the session's limits. Only
+/// `openat`, `fstat` and `ftruncate` happen here, never an fsync or a store read: the loop's
+/// other transfers wait meanwhile.
+final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
+    private let coordinator: TaskCoordinator
+    private let session: SessionState
+    private let entry: TaskEntry
+    private let body: TaskBody
+
+    init(coordinator: TaskCoordinator, session: SessionState, entry: TaskEntry, body: TaskBody) {
+        self.coordinator = coordinator
+        self.session = session
+        self.entry = entry
+        self.body = body
+    }
+
+    /// A failure carries the error code the task completes with: `file_does_not_exist` for a
+    /// missing source or directory, `cannot_open_file` or `cannot_write_to_file` otherwise.
+    func prepare() throws(TransferFailure) -> TransferFiles {
+        // Read now rather than kept from the hand-over: a queued task costs no copy of its record,
+        // and what is read here (where the file is, its validator) does not change while it waits.
+        let record = session.locked { entry.record }
+        var files = TransferFiles()
+        do {
+            files.body = try coordinator.openBody(body)
+        } catch {
+            throw TransferFailure(TransferErrorCode(rawValue: error.code.rawValue) ?? .cannotOpenFile, error.message)
+        }
+        let output: TaskOutput?
+        do {
+            output = try coordinator.openOutput(for: record, session: session)
+        } catch {
+            TaskCoordinator.closeFiles(of: files.body)
+            throw TransferFailure(error.code == ENOENT ? .fileDoesNotExist : .cannotWriteToFile, error.message)
+        }
+        if let output {
+            let existing = output.existingSize
+            if existing > 0, record.isResumable, let validator = record.validator {
+                files.resume = ResumeRequest(offset: existing, validator: validator)
+                files.output = .file(fd: output.fd, offset: existing)
+            } else {
+                output.truncate()
+                files.output = .file(fd: output.fd, offset: 0)
+            }
+        } else {
+            // An ephemeral session's data task: the body stays in memory.
+            files.output = .memory
+        }
+        // The attempt's end takes the file from here and settles it (`transferEnded`): the outcome
+        // is delivered after this returns, so it finds the file.
+        session.locked { entry.output = output }
+        return files
+    }
+}
