@@ -38,6 +38,9 @@ let package = Package(
         // libcurl multi loops, admission per session and host, the transfer of bytes.
         .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "COpenSSL", "Reactor"]),
 
+        // Lifecycles of tasks, sessions and webhook delivery as pure values: no I/O, no clocks.
+        .target(name: "Lifecycles"),
+
         // The service core: configuration, API routes, JSON models, problem documents, lifecycle.
         .target(name: "TransferService", dependencies: [
             "HTTPServer", "Reactor", "CLinux", "Store", "TransferEngine",
@@ -63,6 +66,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TransferServiceTests", dependencies: ["TransferService"]),
+        .testTarget(name: "LifecyclesTests", dependencies: ["Lifecycles"]),
     ],
     swiftLanguageModes: [.v6]
 )
