@@ -63,14 +63,16 @@ extension TaskLifecycle {
         case stopTransfer(StopReason)
         /// Report `startDue` after this many seconds.
         case scheduleStart(after: Double, phase: TaskPhase)
-        /// Close the output, keeping its file for the next attempt; report `outputReleased`.
+        /// Close the output of a start that did not go ahead, keeping its file for the next attempt.
         case keepPartial
+        /// Close an ended attempt's output, keeping its file for the next attempt; report
+        /// `outputReleased`.
+        case releaseOutput
         /// The partial file becomes resume data, carried by the completion's error.
         case keepPartialForResume
         case discardPartial
-        /// Store the completion (commit a successful download's file first); `endsBusy` when the
-        /// task counted as busy (running or canceling), so the session may become idle with it.
-        case complete(TaskErrorCode?, endsBusy: Bool)
+        /// Store the completion (commit a successful download's file first).
+        case complete(TaskErrorCode?)
         /// Answer those waiting for the completion.
         case notifyWaiters
     }

@@ -103,6 +103,9 @@ public struct TaskLifecycle: Sendable, Equatable {
         }
     }
 
+    /// The completed task was forgotten: it is no longer to be found.
+    public var isDeleted: Bool { current == .deleted }
+
     /// A cancel was asked for and is being carried out.
     public var cancelRequested: Bool {
         switch current {
@@ -263,7 +266,7 @@ public struct TaskLifecycle: Sendable, Equatable {
                 return nil
             case .run, .suspend, .resume:
                 current = .releasing(.waiting, intent)
-                return [.keepPartial]
+                return [.releaseOutput]
             }
         case .transferFinished:
             return complete(nil, shown: intent.shown, partial: nil)
@@ -273,12 +276,12 @@ public struct TaskLifecycle: Sendable, Equatable {
                 return complete(.cancelled, shown: shown, partial: resumeData ? .keepPartialForResume : .discardPartial)
             case (.retry(let delay), .suspend):
                 current = .releasing(.retrying(after: delay), .suspend)
-                return [.keepPartial]
+                return [.releaseOutput]
             case (.retry(let delay), _):
                 // A resume that came while a suspend was stopping the transfer asked for it to run:
                 // the retry does.
                 current = .releasing(.retrying(after: delay), .run)
-                return [.keepPartial]
+                return [.releaseOutput]
             case (.stop(let resumable), _):
                 return complete(code, shown: intent.shown, partial: resumable ? .keepPartialForResume : .discardPartial)
             case (.deadline, _):
@@ -365,8 +368,7 @@ public struct TaskLifecycle: Sendable, Equatable {
     /// Claims the completion: from here nothing starts the task again.
     private mutating func complete(_ code: TaskErrorCode?, shown: TaskState, partial: Action?) -> [Action] {
         current = .completing(shown: shown)
-        let endsBusy = shown == .running || shown == .canceling
-        return (partial.map { [$0] } ?? []) + [.complete(code, endsBusy: endsBusy)]
+        return (partial.map { [$0] } ?? []) + [.complete(code)]
     }
 }
 

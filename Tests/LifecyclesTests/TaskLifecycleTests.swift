@@ -52,7 +52,7 @@ struct TaskLifecycleTests {
 
     /// Completion rows: `partial` (if any) then `complete`.
     static func completes(_ code: TaskErrorCode?, shown: TaskState, _ partial: A? = nil) -> (S, [A]) {
-        (.completing(shown: shown), (partial.map { [$0] } ?? []) + [.complete(code, endsBusy: shown == .running || shown == .canceling)])
+        (.completing(shown: shown), (partial.map { [$0] } ?? []) + [.complete(code)])
     }
 
     /// The same requests on a running task whose output is free: scheduled, retrying, waiting.
@@ -169,9 +169,9 @@ struct TaskLifecycleTests {
                 (.cancel(produceResumeData: true), .transferring(phase, .cancel(resumeData: true, shown: .canceling)),
                  [.stopTransfer(.cancelled)]),
                 (.startDue, from, []),
-                (.transferStopped(.shutdown), .releasing(.waiting, .run), [.keepPartial]),
+                (.transferStopped(.shutdown), .releasing(.waiting, .run), [.releaseOutput]),
             ])
-            t += rows(from, attemptEnds(shown: .running, retry: (.releasing(.retrying(after: 30), .run), [.keepPartial])))
+            t += rows(from, attemptEnds(shown: .running, retry: (.releasing(.retrying(after: 30), .run), [.releaseOutput])))
             if phase == .waiting {
                 t += rows(from, [(.transferStarted, .transferring(.connecting, .run), [])])
             } else {
@@ -190,10 +190,10 @@ struct TaskLifecycleTests {
             (.cancel(produceResumeData: true), .transferring(.transferring, .cancel(resumeData: true, shown: .canceling)),
              [.stopTransfer(.cancelled)]),
             (.startDue, stopping, []), (.responseHead, stopping, []), (.progress, stopping, []),
-            (.transferStopped(.suspended), .releasing(.waiting, .suspend), [.keepPartial]),
-            (.transferStopped(.shutdown), .releasing(.waiting, .suspend), [.keepPartial]),
+            (.transferStopped(.suspended), .releasing(.waiting, .suspend), [.releaseOutput]),
+            (.transferStopped(.shutdown), .releasing(.waiting, .suspend), [.releaseOutput]),
         ])
-        t += rows(stopping, attemptEnds(shown: .suspended, retry: (.releasing(.retrying(after: 30), .suspend), [.keepPartial])))
+        t += rows(stopping, attemptEnds(shown: .suspended, retry: (.releasing(.retrying(after: 30), .suspend), [.releaseOutput])))
         let restarting = S.transferring(.transferring, .resume)
         t += rows(restarting, [
             (.resume, restarting, []),
@@ -202,10 +202,10 @@ struct TaskLifecycleTests {
             (.cancel(produceResumeData: true), .transferring(.transferring, .cancel(resumeData: true, shown: .canceling)),
              [.stopTransfer(.cancelled)]),
             (.startDue, restarting, []), (.responseHead, restarting, []), (.progress, restarting, []),
-            (.transferStopped(.suspended), .releasing(.waiting, .resume), [.keepPartial]),
-            (.transferStopped(.shutdown), .releasing(.waiting, .resume), [.keepPartial]),
+            (.transferStopped(.suspended), .releasing(.waiting, .resume), [.releaseOutput]),
+            (.transferStopped(.shutdown), .releasing(.waiting, .resume), [.releaseOutput]),
         ])
-        t += rows(restarting, attemptEnds(shown: .running, retry: (.releasing(.retrying(after: 30), .run), [.keepPartial])))
+        t += rows(restarting, attemptEnds(shown: .running, retry: (.releasing(.retrying(after: 30), .run), [.releaseOutput])))
         // Transferring while a cancel stops it: however the attempt ends, a retry is not made.
         let canceling = S.transferring(.transferring, cancelling)
         t += rows(canceling, [E.resume, .suspend, .cancel(produceResumeData: false), .cancel(produceResumeData: true),
@@ -321,7 +321,7 @@ struct TaskLifecycleTests {
         #expect(task.handle(.suspend) == .perform([.writeRecord(event: .suspended), .stopTransfer(.suspended)]))
         #expect(task.handle(.resume) == .perform([.writeRecord(event: .resumed)]))
         #expect(task.state == .running)
-        #expect(task.handle(.transferStopped(.suspended)) == .perform([.keepPartial]))
+        #expect(task.handle(.transferStopped(.suspended)) == .perform([.releaseOutput]))
         #expect(task.handle(.outputReleased) == .perform([.writeRecord(event: nil), .startTransfer]))
         #expect(task.handle(.startPrepared) == .perform([.submitTransfer]))
         #expect(task.handle(.transferStarted) == .perform([]))
@@ -332,13 +332,15 @@ struct TaskLifecycleTests {
     /// first cancel's wish for resume data stands.
     @Test func cancelWhileTheOutputIsBusyCompletesWhenItIsLetGo() {
         var task = TaskLifecycle(.transferring(.transferring, .run))
-        #expect(task.handle(.transferFailed(.networkConnectionLost, .retry(after: 5))) == .perform([.keepPartial]))
+        #expect(task.handle(.transferFailed(.networkConnectionLost, .retry(after: 5))) == .perform([.releaseOutput]))
         #expect(task.handle(.cancel(produceResumeData: true)) == .perform([]))
         #expect(task.handle(.cancel(produceResumeData: false)) == .perform([]))
         #expect(task.cancelRequested)
-        #expect(task.handle(.outputReleased) == .perform([.keepPartialForResume, .complete(.cancelled, endsBusy: true)]))
+        #expect(task.handle(.outputReleased) == .perform([.keepPartialForResume, .complete(.cancelled)]))
         #expect(task.isCompleting)
         #expect(task.handle(.completionStored) == .perform([.notifyWaiters]))
         #expect(task.state == .completed)
+        #expect(task.handle(.deleted) == .perform([]))
+        #expect(task.isDeleted)
     }
 }
