@@ -382,3 +382,8 @@ extension TaskLifecycle.Intent {
         }
     }
 }
+
+extension TaskLifecycle: CustomStringConvertible {
+    /// The state in full (what holds the output, what was asked), for logs.
+    public var description: String { "\(current)" }
+}

@@ -1,4 +1,5 @@
 import Glibc
+import Lifecycles
 import Store
 
 /// What a creation call came to.
@@ -66,7 +67,7 @@ extension TaskCoordinator {
                 return .refused(APIError(409, "session_invalidated", "session \(session.identifier) is invalidated; it takes no new tasks"))
             }
             if let idempotency {
-                if let existing = session.task(withIdempotencyKey: idempotency.key), !existing.deleted {
+                if let existing = session.task(withIdempotencyKey: idempotency.key), !existing.lifecycle.isDeleted {
                     return existing.record.idempotencyHash == idempotency.bodyHash
                         ? .replay(existing.snapshot) : .refused(APIError.idempotencyKeyReused(idempotency.key))
                 }
@@ -160,15 +161,15 @@ extension TaskCoordinator {
             }
             switch result {
             case .success:
-                let entries = session.locked { () -> [TaskEntry] in
+                let created = session.locked { () -> [(TaskEntry, [TaskLifecycle.Action])] in
                     records.map { record in
-                        let entry = TaskEntry(record: record)
+                        let entry = TaskEntry(record: record, lifecycle: TaskLifecycle())
                         session.addTask(entry)
                         session.count(from: nil, to: record.state)
-                        return entry
+                        return (entry, step(entry, .created(start: record.state == .running)))
                     }
                 }
-                for entry in entries where entry.record.state == .running { startTransfer(entry, in: session) }
+                for (entry, actions) in created { perform(actions, of: entry, in: session) }
                 completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
             case .failure(let error as DuplicateTask):
                 if let idempotency, error.existing.idempotencyKey == idempotency.key {

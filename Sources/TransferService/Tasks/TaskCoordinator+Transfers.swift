@@ -1,39 +1,37 @@
 import Glibc
 import HTTPServer
+import Lifecycles
 import Reactor
 import TransferEngine
 
 extension TaskCoordinator {
-    /// Hands a running task to the engine: opens its output, builds the transfer from the task and
-    /// its session's configuration. A task whose output cannot be opened completes with the error.
+    /// Prepares the start the task's lifecycle claimed its output for (`startTransfer`): opens the
+    /// body and the output, builds the transfer from the task and its session's configuration, and
+    /// hands it to the engine — unless the lifecycle, told what came of the preparation, says
+    /// otherwise (a suspend or cancel came meanwhile). A task whose output cannot be opened
+    /// completes with the error.
     func startTransfer(_ entry: TaskEntry, in session: SessionState) {
-        let claimed: (TaskRecord, SessionConfiguration)? = session.locked {
-            guard entry.record.state == .running, entry.transfer == nil, !entry.outputBusy, !entry.cancelRequested,
-                  !entry.completing, !entry.deleted
-            else { return nil }
-            entry.outputBusy = true
-            return (entry.record, session.configuration)
-        }
-        // From here the file is ours until the engine has the transfer (or `release`); a path
-        // that completes the task keeps it: a completing task never starts again.
-        guard let (record, configuration) = claimed else { return }
+        let (record, configuration) = session.locked { (entry.record, session.configuration) }
         let now = Timestamp.now()
         let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - now.seconds
         guard remaining > 0 else {
-            return complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
+            return startFailed(entry, in: session, TaskError(code: .timedOut, message: "the task's resource timeout passed"))
         }
         // Not before `begin_at`: until then nothing is opened or handed to the engine — a task
         // scheduled for tomorrow costs a timer, not a file descriptor (nor start-up time).
         if let beginAt = record.beginAt, beginAt > now {
-            session.locked { entry.record.phase = .scheduled }
-            guard release(nil, of: entry, in: session) else { return }
-            return startLater(entry, in: session, after: beginAt.seconds - now.seconds, waitingIn: .scheduled)
+            let actions = session.locked {
+                let actions = step(entry, .beginLater(after: beginAt.seconds - now.seconds))
+                entry.record.phase = entry.lifecycle.phase
+                return actions
+            }
+            return perform(actions, of: entry, in: session)
         }
         let body: (RequestBodySource, contentType: String?)
         do {
             body = try openBody(for: record, session: session)
         } catch {
-            return complete(entry, in: session, error: error)
+            return startFailed(entry, in: session, error)
         }
         let output: TaskOutput?
         do {
@@ -42,7 +40,7 @@ extension TaskCoordinator {
         } catch {
             TaskCoordinator.closeFiles(of: body.0)
             let code: TaskErrorCode = error.code == ENOENT ? .fileDoesNotExist : .cannotWriteToFile
-            return complete(entry, in: session, error: TaskError(code: code, message: error.message))
+            return startFailed(entry, in: session, TaskError(code: code, message: error.message))
         }
         var spec = TransferSpec(label: "\(session.identifier)/\(record.id)", session: session.identifier, url: record.url)
         spec.method = record.method
@@ -75,21 +73,25 @@ extension TaskCoordinator {
         if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
-        let submitted: Bool = session.locked {
-            // A cancel that came meanwhile found the file busy and left the task to `release`; a
-            // suspend stored meanwhile found no transfer to stop.
-            guard !entry.cancelRequested, entry.record.state == .running else { return false }
+        let declined: [TaskLifecycle.Action]? = session.locked {
+            // A suspend or cancel that came meanwhile was left to this moment: nothing ran to stop.
+            let actions = step(entry, .startPrepared)
+            guard actions == [.submitTransfer] else { return actions }
             entry.output = output
-            entry.record.phase = .waiting
+            entry.record.phase = entry.lifecycle.phase
             entry.record.nextAttemptAt = nil
             entry.transfer = engine.submit(spec, observer: observer)
-            entry.outputBusy = false
-            return true
+            return nil
         }
-        if !submitted {
+        if let declined {
             TaskCoordinator.closeFiles(of: body.0)
-            _ = release(output, of: entry, in: session)
+            perform(declined, of: entry, in: session, output: output)
         }
+    }
+
+    /// A start that could not be made completes the task with its error, whatever was asked meanwhile.
+    private func startFailed(_ entry: TaskEntry, in session: SessionState, _ error: TaskError) {
+        perform(session.locked { step(entry, .startFailed(error.code)) }, of: entry, in: session, ending: error)
     }
 
     /// Where a task's output goes: beside `download.destination` (inside an allowed root), or in
@@ -235,6 +237,7 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
 
     func transferStarted(_ handle: TransferHandle) {
         session.locked {
+            _ = coordinator.step(entry, .transferStarted)
             entry.record.metrics.attempts += 1
             if entry.record.startedAt == nil { entry.record.startedAt = Timestamp.now() }
         }
@@ -251,6 +254,7 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
             json.endObject()
             events.append(EventDraft(.taskResumedAtOffset, task: entry.record.id, data: json.bytes))
         }
+        session.locked { _ = coordinator.step(entry, .responseHead) }
         coordinator.noteTransferChange(entry, in: session, events: events) { record in
             record.response = head
             record.currentURL = response.url
