@@ -44,9 +44,12 @@ let package = Package(
         // libcurl multi loops, admission per session and host, the transfer of bytes.
         .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "Digests", "Reactor"]),
 
+        // Lifecycles of tasks, sessions and webhook delivery as pure values: no I/O, no clocks.
+        .target(name: "Lifecycles"),
+
         // Sessions, tasks, events, configuration and resume data as values, with their encoding
         // and the validation of client input. Knows no HTTP status, socket, store or thread.
-        .target(name: "TransferModel", dependencies: ["Digests", "JSON", "Reactor", "TransferEngine"]),
+        .target(name: "TransferModel", dependencies: ["Digests", "JSON", "Lifecycles", "Reactor", "TransferEngine"]),
 
         // What the core asks of a store: batched changes and typed reads (TransferStore), with an
         // in-memory implementation. No SQL in its interface, so a PostgreSQL store fits it too.
@@ -58,7 +61,7 @@ let package = Package(
         // The task core: sessions and tasks in memory, their lifecycles driven to the store and
         // the engine, events and webhook delivery, files on disk.
         .target(name: "TransferCore", dependencies: [
-            "CLinux", "Digests", "JSON", "Reactor", "TransferEngine", "TransferModel", "TransferStore",
+            "CLinux", "Digests", "JSON", "Lifecycles", "Reactor", "TransferEngine", "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -87,6 +90,7 @@ let package = Package(
 
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "DigestsTests", dependencies: ["Digests"]),
+        .testTarget(name: "LifecyclesTests", dependencies: ["Lifecycles"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Reactor"]),
         .testTarget(name: "TransferEngineTests", dependencies: [

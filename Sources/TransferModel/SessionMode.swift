@@ -1,12 +1,10 @@
-/// URLSessionConfiguration's three kinds (PRODUCT.md "Session modes").
-package enum SessionMode: String, Sendable {
-    /// Everything durable; running tasks continue after a restart.
-    case background
-    /// Cookies and credentials durable; tasks end with `interrupted` at the next start.
-    case `default`
-    /// Nothing on disk but the files the client asked for.
-    case ephemeral
+import Lifecycles
 
+/// URLSessionConfiguration's three kinds, named as the task lifecycle names them: a session's
+/// mode decides what a restart does to its tasks.
+package typealias SessionMode = Lifecycles.SessionMode
+
+extension SessionMode {
     package var isDurable: Bool { self != .ephemeral }
 }
 

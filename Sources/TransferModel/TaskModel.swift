@@ -1,31 +1,14 @@
+import Lifecycles
+
 /// URLSessionTask kinds.
 package enum TaskKind: String, Sendable {
     case data, download, upload
 }
 
-/// URLSessionTask.State.
-package enum TaskState: String, Sendable, CaseIterable {
-    case suspended, running, canceling, completed
-}
-
-/// Finer than the state: where a running task is.
-package enum TaskPhase: String, Sendable {
-    case waiting, scheduled, connecting, transferring, retrying, finished
-}
-
-/// The stable error codes of PRODUCT.md.
-package enum TaskErrorCode: String, Sendable {
-    case cancelled, interrupted, timedOut = "timed_out", cannotFindHost = "cannot_find_host"
-    case cannotConnectToHost = "cannot_connect_to_host", networkConnectionLost = "network_connection_lost"
-    case badURL = "bad_url", unsupportedURL = "unsupported_url", tooManyRedirects = "too_many_redirects"
-    case badServerResponse = "bad_server_response", serverCertificateUntrusted = "server_certificate_untrusted"
-    case clientCertificateRejected = "client_certificate_rejected"
-    case userAuthenticationRequired = "user_authentication_required"
-    case cannotWriteToFile = "cannot_write_to_file", cannotOpenFile = "cannot_open_file"
-    case fileDoesNotExist = "file_does_not_exist", checksumMismatch = "checksum_mismatch"
-    case blockedByPolicy = "blocked_by_policy", dataLengthExceedsMaximum = "data_length_exceeds_maximum"
-    case resumeDataInvalid = "resume_data_invalid"
-}
+// A task's state, phase and error codes are the task lifecycle's words.
+package typealias TaskState = Lifecycles.TaskState
+package typealias TaskPhase = Lifecycles.TaskPhase
+package typealias TaskErrorCode = Lifecycles.TaskErrorCode
 
 package struct TaskError: Sendable, Equatable {
     package var code: TaskErrorCode

@@ -1,3 +1,4 @@
+import Lifecycles
 import Reactor
 import TransferEngine
 import TransferModel
@@ -15,31 +16,16 @@ package final class TaskEntry: @unchecked Sendable {
     var transfer: TransferHandle?
     var output: TaskOutput?
     /// The body of an ephemeral session's data task (nothing of those goes to disk).
-    package var memoryBody: [UInt8]?
-    /// What to do once the running transfer has stopped.
-    var afterStop: AfterStop = .nothing
+    var memoryBody: [UInt8]?
+    /// Where the task is in its life: who holds its output file (a start being prepared, a
+    /// transfer, an attempt's end being settled), what was asked meanwhile, whether its completion
+    /// is decided. Changed only through `TaskCoordinator.step`, which performs what it answers.
+    var lifecycle: TaskLifecycle
     /// Long-polls (`GET …?wait=`) waiting for completion.
     var completionWaiters: [@Sendable (TaskRecord) -> Void] = []
-    var deleted = false
-    /// A cancel asked for resume data.
-    var produceResumeData = false
-    /// A cancel was asked for: nothing starts the task again; its completion is on the way.
-    var cancelRequested = false
-    /// Its completion was decided (and is being stored): a task completes once, whichever of a
-    /// cancel, a transfer's end or a start-up decides first.
-    var completing = false
-    /// The output file is in someone's hands — a start being prepared, or an attempt's end being
-    /// settled (hashed, renamed, kept): no start may open it meanwhile, so two attempts (a resume
-    /// and a stopped transfer's `afterStop`, or a start racing with the end of the last attempt)
-    /// never write one file together.
-    var outputBusy = false
     /// The last progress sample (monotonic ns, bytes moved) and the rate measured up to it.
     private var sample: (at: UInt64, bytes: Int64) = (0, 0)
     private var rate: Double = 0
-
-    enum AfterStop {
-        case nothing, resume
-    }
 
     /// Events a running transfer reported (response head, redirects), waiting to be stored with
     /// the next write of the task: a quick download's completion carries them, so its task is not
@@ -48,9 +34,6 @@ package final class TaskEntry: @unchecked Sendable {
     var pendingEventsScheduled = false
     /// Bytes moved as the last `task.progress` told.
     var progressEventBytes: Int64 = 0
-    /// Its completion, on its way to the store, ends a busy period: counted in the session's
-    /// `busyTasksEnding` until the completed record is published.
-    var endingBusy = false
 
     func addPendingEvents(_ events: [EventDraft]) { pendingEvents += events }
 
@@ -67,8 +50,9 @@ package final class TaskEntry: @unchecked Sendable {
         if keepsEncoding { self.encoded = encoded }
     }
 
-    package init(record: TaskRecord) {
+    init(record: TaskRecord, lifecycle: TaskLifecycle) {
         self.record = record
+        self.lifecycle = lifecycle
     }
 
     private var keepsEncoding: Bool { transfer == nil && record.isCompleted }

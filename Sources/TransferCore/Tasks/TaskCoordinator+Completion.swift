@@ -1,18 +1,19 @@
 import Glibc
 import JSON
+import HTTPServer
+import Lifecycles
 import Reactor
 import TransferEngine
 import TransferModel
 
 extension TaskCoordinator {
-    /// A transfer attempt ended (on the file-work queue): settle its output file, then the task —
-    /// completed, retried, or left for a later attempt.
+    /// A transfer attempt ended (on the file-work queue): what the attempt learned goes into the
+    /// task; the retry policy judges a failure; the task's lifecycle decides what becomes of the
+    /// output and the task — completed, retried, or left for a later attempt.
     func transferEnded(_ handle: TransferHandle, _ outcome: TransferOutcome, entry: TaskEntry, in session: SessionState) {
-        let taken: (TaskOutput?, TaskRecord, Bool, SessionConfiguration)? = session.locked {
+        let taken: (TaskOutput?, TaskRecord, SessionConfiguration)? = session.locked {
             guard entry.transfer === handle else { return nil }
             entry.transfer = nil
-            // Until the file is settled nothing may start another attempt on it (`release`).
-            entry.outputBusy = true
             defer { entry.output = nil }
             var record = entry.record
             // One stopped while it waited (or refused at admission) did nothing: the task keeps
@@ -22,47 +23,40 @@ extension TaskCoordinator {
                 record.validator = TaskCoordinator.validator(after: outcome.response, previous: record.validator)
             }
             entry.record = record
-            return (entry.output, record, entry.produceResumeData, session.configuration)
+            return (entry.output, record, session.configuration)
         }
-        guard let (output, record, wantsResumeData, configuration) = taken else { return }
+        guard let (output, record, configuration) = taken else { return }
 
+        let event: TaskLifecycle.Event
+        var ending: TaskError?
         switch outcome.stopReason {
-        case .suspended?, .shutdown?:
-            // The partial file stays for the next attempt; the validator says whether it may continue.
-            guard release(output, of: entry, in: session) else { return }
-            var kept = record
-            kept.phase = .waiting
-            commit(kept, of: entry, in: session, then: { [self] in
-                // A resume that came while the attempt was stopping starts the next one now.
-                let resumed = session.locked {
-                    defer { entry.afterStop = .nothing }
-                    return entry.afterStop == .resume
-                }
-                if resumed { startTransfer(entry, in: session) }
-            })
+        case .suspended?:
+            event = .transferStopped(.suspended)
+        case .shutdown?:
+            event = .transferStopped(.shutdown)
         case .cancelled?:
-            fail(entry, in: session, output: output, record: record,
-                 error: TaskError(code: .cancelled, message: "the task was cancelled"), resumable: wantsResumeData)
+            event = .transferStopped(.cancelled)
         case .resourceTimeout?:
-            fail(entry, in: session, output: output, record: record,
-                 error: TaskError(code: .timedOut, message: "the task's resource timeout passed"), resumable: true)
+            ending = TaskError(code: .timedOut, message: "the task's resource timeout passed")
+            event = .transferFailed(.timedOut, .deadline)
         case nil:
             let policy = RetryPolicy(configuration: configuration, mode: session.mode)
             let deadline = record.createdAt.adding(seconds: configuration.timeoutResource)
             if let failure = outcome.failure {
+                let error = TaskError(failure)
+                ending = error
                 switch policy.decide(after: .failure(failure), attempts: record.metrics.attempts, deadline: deadline) {
                 case .retry(let delay):
-                    retry(entry, in: session, after: delay, keeping: output, failure: TaskError(failure))
+                    event = .transferFailed(error.code, .retry(after: delay))
                 case .deadline:
-                    let error = TaskError(code: .timedOut,
-                                          message: "the task's resource timeout passed while retrying after: \(failure.message)",
-                                          curlCode: failure.curlCode)
-                    fail(entry, in: session, output: output, record: record, error: error, resumable: true)
+                    ending = TaskError(code: .timedOut,
+                                       message: "the task's resource timeout passed while retrying after: \(failure.message)",
+                                       curlCode: failure.curlCode)
+                    event = .transferFailed(error.code, .deadline)
                 case .stop:
                     // A download the network cut short leaves resume data (not one that failed on
                     // its own side, such as a full disk).
-                    fail(entry, in: session, output: output, record: record, error: TaskError(failure),
-                         resumable: failure.isTransient)
+                    event = .transferFailed(error.code, .stop(resumable: failure.isTransient))
                 }
             } else if let status = outcome.response?.status,
                       case .retry(let delay) = policy.decide(after: .status(status, retryAfter: outcome.response.flatMap(RetryAfter.seconds)),
@@ -70,79 +64,27 @@ extension TaskCoordinator {
             {
                 // A status the session retries: what came with it is not the body wanted.
                 output?.truncate()
-                retry(entry, in: session, after: delay, keeping: output,
-                      failure: TaskError(code: .badServerResponse, message: "HTTP \(status)"))
+                ending = TaskError(code: .badServerResponse, message: "HTTP \(status)")
+                event = .transferFailed(.badServerResponse, .retry(after: delay))
             } else {
-                finishSuccessfully(outcome, output: output, entry: entry, in: session)
+                event = .transferFinished
             }
         }
-    }
-
-    /// Closes the file an attempt wrote (or a start opened), kept for the next attempt, which may
-    /// now open it; false when a cancel came meanwhile, found the file busy and left the task to
-    /// us: it is completed `cancelled` here. (An attempt that ends the task never releases the
-    /// file: a completing task never starts again.)
-    func release(_ output: TaskOutput?, of entry: TaskEntry, in session: SessionState) -> Bool {
-        output?.keep()
-        let cancelled = session.locked {
-            entry.outputBusy = false
-            return entry.cancelRequested
+        let actions = session.locked { step(entry, event) }
+        if actions == [.complete(nil)] { return finishSuccessfully(outcome, output: output, entry: entry, in: session) }
+        if case .transferFailed(_, .retry(let delay)) = event, actions.contains(.releaseOutput), let ending {
+            logger.info("retrying", metadata: ["task": .string("\(session.identifier)/\(record.id)"), "after_s": .stringConvertible(delay),
+                                               "reason": .string(ending.message)])
         }
-        if cancelled { completeCancelled(entry, in: session) }
-        return !cancelled
+        perform(actions, of: entry, in: session, output: output, ending: ending)
     }
 
-    /// A cancelled task with no transfer running: its partial file becomes resume data when that
-    /// was asked for (and it can be resumed), otherwise it is removed.
-    func completeCancelled(_ entry: TaskEntry, in session: SessionState) {
-        let (record, produce) = session.locked { (entry.record, entry.produceResumeData) }
-        let resumeData = produce ? settlePartialOutput(of: record, session: session) : nil
-        if !produce { discardPartialOutput(of: record, session: session) }
-        complete(entry, in: session, error: TaskError(code: .cancelled, message: "the task was cancelled", resumeData: resumeData))
-    }
-
-    /// Completes a task whose last attempt failed: a resumable download keeps its partial file
-    /// for the resume data the error carries; anything else loses its temporary file. An attempt
-    /// that never opened the file (stopped while queued, refused at admission) settles what an
-    /// earlier attempt left the same way.
-    private func fail(_ entry: TaskEntry, in session: SessionState, output: TaskOutput?, record: TaskRecord,
-                      error: TaskError, resumable: Bool)
-    {
-        var error = error
-        if let output {
-            error.resumeData = resumable ? keepForResume(record, output: output) : nil
-            if error.resumeData == nil { output.discard() }
-        } else if resumable {
-            error.resumeData = settlePartialOutput(of: record, session: session)
-        } else {
-            discardPartialOutput(of: record, session: session)
-        }
-        complete(entry, in: session, error: error)
-    }
-
-    /// Schedules the next attempt: phase `retrying` with `next_attempt_at`, the partial file kept
-    /// (a download continues from its offset where the origin allows).
-    private func retry(_ entry: TaskEntry, in session: SessionState, after delay: Double, keeping output: TaskOutput?,
-                       failure: TaskError)
-    {
-        guard release(output, of: entry, in: session) else { return }
-        var waiting = session.locked { entry.record }
-        waiting.phase = .retrying
-        waiting.nextAttemptAt = Timestamp.now().adding(seconds: delay)
-        logger.info("retrying", metadata: ["task": .string("\(session.identifier)/\(waiting.id)"), "after_s": .stringConvertible(delay),
-                                           "reason": .string(failure.message)])
-        commit(waiting, of: entry, in: session, then: { [self] in
-            startLater(entry, in: session, after: delay, waitingIn: .retrying)
-        })
-    }
-
-    /// Starts a task waiting in `phase` (`retrying`, or `scheduled` until its `begin_at`) once
-    /// `delay` has passed — unless meanwhile it was suspended, cancelled or started otherwise.
-    func startLater(_ entry: TaskEntry, in session: SessionState, after delay: Double, waitingIn phase: TaskPhase) {
+    /// Starts the task once `delay` has passed, unless meanwhile it was suspended, cancelled or
+    /// started otherwise (its lifecycle tells: a timer is never withdrawn).
+    func startLater(_ entry: TaskEntry, in session: SessionState, after delay: Double) {
         clock.execute { [self] in
             clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
-                let due = session.locked { entry.record.state == .running && entry.record.phase == phase && entry.transfer == nil }
-                if due { startTransfer(entry, in: session) }
+                perform(session.locked { step(entry, .startDue) }, of: entry, in: session)
             }
         }
     }
@@ -195,7 +137,8 @@ extension TaskCoordinator {
         complete(entry, in: session, record: record)
     }
 
-    /// Stores the completed record, then publishes it (waking long-polls).
+    /// Stores the completed record, then publishes it (waking long-polls). Called once per task:
+    /// its lifecycle claimed the completion.
     func complete(_ entry: TaskEntry, in session: SessionState, record: TaskRecord) {
         var done = record
         done.state = .completed
@@ -208,20 +151,12 @@ extension TaskCoordinator {
         // A spooled body is needed no more once its task completed.
         let completed = done
         let ownedBlob = TaskCoordinator.ownedBlob(of: completed)
-        let claim: (first: Bool, endsBusy: Bool) = session.locked {
-            defer { entry.completing = true }
-            guard !entry.completing else { return (false, false) }
-            // Counted in the session's busyTasksEnding from its numbering until it is published.
-            let endsBusy = entry.record.state == .running || entry.record.state == .canceling
-            if endsBusy { entry.endingBusy = true }
-            return (true, endsBusy)
-        }
-        // A task completes once: a second decision (a cancel racing with the transfer's end) is dropped.
-        guard claim.first else { return }
-        let endsBusy = claim.endsBusy
+        // Its completion, numbered with its events, ends the session's busy period when the task
+        // counts as busy: counted in busyTasksEnding from then until it is published.
+        let endsBusy = session.locked { entry.record.state == .running || entry.record.state == .canceling }
         commit(completed, of: entry, in: session, events: { api in
             TaskCoordinator.completionEvents(completed, api: api, endsBusy: endsBusy)
-        }, also: ownedBlob.map { [.deleteBlob($0)] } ?? [], then: { [self] in
+        }, endsBusy: endsBusy, also: ownedBlob.map { [.deleteBlob($0)] } ?? [], then: { [self] in
             removeOwnedBlobFile(of: completed)
         })
     }

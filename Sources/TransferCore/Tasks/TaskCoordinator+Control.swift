@@ -1,4 +1,5 @@
 import Glibc
+import Lifecycles
 import Reactor
 import Synchronization
 import TransferEngine
@@ -34,49 +35,43 @@ extension TaskCoordinator {
 
     /// `POST …/resume`: a suspended task runs again (continuing its partial file where the origin
     /// allows). Running or completed tasks are left as they are, as URLSession does.
-    package func resume(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
-        guard let entry = liveEntry(session, id) else { return completion(Result { () throws(Refusal) in try record(session, id) }) }
-        let change: TaskRecord? = session.locked {
-            guard entry.record.state == .suspended, !entry.cancelRequested, !entry.completing else { return nil }
-            var r = entry.record
-            r.state = .running
-            r.phase = .waiting
-            // The stopped attempt has not let go of the file yet: it starts the next one then.
-            if entry.transfer != nil || entry.outputBusy { entry.afterStop = .resume }
-            return r
-        }
-        guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskResumed)], reportedBy: entry,
-                [.updateState(session: session.identifier, id: id, state: .running, phase: .waiting)]) { [self] result in
-            if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
-            session.locked { publishState(.running, of: entry, in: session) }
-            startTransfer(entry, in: session)
-            completion(.success(session.locked { entry.snapshot }))
-        }
+    func resume(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
+        request(.resume, of: session, id, completion: completion)
     }
 
     /// `POST …/suspend`: a running task stops; its partial file is kept for `resume`.
-    package func suspend(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
+    func suspend(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
+        request(.suspend, of: session, id, completion: completion)
+    }
+
+    /// A resume or suspend. Its record and event are stored before the task's lifecycle takes it,
+    /// so that no one sees the task move before the move is durable (a store that fails leaves it
+    /// where it was); the lifecycle is asked first, on a copy, whether the request changes anything.
+    private func request(_ event: TaskLifecycle.Event, of session: SessionState, _ id: String,
+                         completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
+    {
         guard let entry = liveEntry(session, id) else { return completion(Result { () throws(Refusal) in try record(session, id) }) }
-        let change: TaskRecord? = session.locked {
-            guard entry.record.state == .running, !entry.cancelRequested, !entry.completing else { return nil }
-            var r = entry.record
-            r.state = .suspended
-            r.phase = .waiting
-            entry.afterStop = .nothing
-            return r
-        }
-        guard let change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, .taskSuspended)], reportedBy: entry,
-                [.updateState(session: session.identifier, id: id, state: .suspended, phase: .waiting)]) { [self] result in
-            if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
-            // The transfer running now, which may have started since the decision (a start
-            // submits only while the state still says running).
-            let handle = session.locked {
-                publishState(.suspended, of: entry, in: session)
-                return entry.transfer
+        let change: (TaskRecord, EventType)? = session.locked {
+            var probe = entry.lifecycle
+            guard case .perform(let actions) = probe.handle(event) else { return nil }
+            for case .writeRecord(event: let announced?) in actions {
+                var r = entry.record
+                r.state = probe.state
+                r.phase = .waiting
+                return (r, announced == .resumed ? .taskResumed : .taskSuspended)
             }
-            handle?.stop(.suspended)
+            return nil
+        }
+        guard let (change, announced) = change else { return completion(.success(session.locked { entry.snapshot })) }
+        persist(session, events: [.summary(change, announced)], reportedBy: entry,
+                [.updateState(session: session.identifier, id: id, state: change.state, phase: change.phase)]) { [self] result in
+            if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
+            let (actions, handle) = session.locked {
+                publishState(change.state, of: entry, in: session)
+                return (step(entry, event), entry.transfer)
+            }
+            if actions.contains(.stopTransfer(.suspended)) { handle?.stop(.suspended) }
+            perform(actions, of: entry, in: session)
             completion(.success(session.locked { entry.snapshot }))
         }
     }
@@ -98,31 +93,26 @@ extension TaskCoordinator {
         cancel(entry, in: session, produceResumeData: produceResumeData) { completion(.success($0)) }
     }
 
+    /// A running transfer is stopped (the task shows `canceling` until it has); a task with
+    /// nothing running completes here; one whose output file is busy completes when it is let go.
+    /// Asked again, the first cancel's completion answers this caller too.
     func cancel(_ entry: TaskEntry, in session: SessionState, produceResumeData: Bool,
                 completion: @escaping @Sendable (TaskRecord) -> Void)
     {
-        let (handle, completed, idle): (TransferHandle?, TaskRecord?, Bool) = session.locked {
-            if entry.record.isCompleted { return (nil, entry.record, false) }
+        let (handle, completed, actions): (TransferHandle?, TaskRecord?, [TaskLifecycle.Action]) = session.locked {
+            if entry.record.isCompleted { return (nil, entry.record, []) }
             entry.completionWaiters.append(completion)
-            // Asked already: the completion it started answers this caller too.
-            if entry.cancelRequested { return (nil, nil, false) }
-            entry.cancelRequested = true
-            entry.afterStop = .nothing
-            entry.produceResumeData = produceResumeData
-            // Nothing runs: completed here, unless a start or an attempt's end has the file (it
-            // sees the request when it lets go of the file: `release`).
-            guard let handle = entry.transfer else { return (nil, nil, !entry.outputBusy) }
-            session.count(from: entry.record.state, to: .canceling)
-            entry.record.state = .canceling
-            return (handle, nil, false)
+            let actions = step(entry, .cancel(produceResumeData: produceResumeData))
+            guard actions.contains(.stopTransfer(.cancelled)) else { return (nil, nil, actions) }
+            session.count(from: entry.record.state, to: entry.lifecycle.state)
+            entry.record.state = entry.lifecycle.state
+            return (entry.transfer, nil, actions)
         }
         if let completed { return completion(completed) }
-        if let handle {
-            handle.stop(.cancelled)
-        } else if idle {
-            // Suspended, or waiting to retry: nothing runs, so the task completes here.
-            fileWork.async { [self] in completeCancelled(entry, in: session) }
-        }
+        if let handle { return handle.stop(.cancelled) }
+        guard !actions.isEmpty else { return }
+        // Suspended, or waiting to start or retry: nothing runs, so the task completes here.
+        fileWork.async { [self] in perform(actions, of: entry, in: session) }
     }
 
     /// `PATCH …/tasks/{task}`: priority and description.
@@ -181,7 +171,7 @@ extension TaskCoordinator {
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             session.locked {
                 if let entry = session.dropTask(id) {
-                    entry.deleted = true
+                    _ = step(entry, .deleted)
                     session.count(from: entry.record.state, to: nil)
                 } else {
                     session.count(from: record.state, to: nil)

@@ -2,6 +2,8 @@ import Glibc
 import TransferEngine
 import TransferModel
 import TransferStore
+import Lifecycles
+import Store
 
 /// What a creation call came to.
 package enum CreationOutcome: Sendable {
@@ -73,7 +75,7 @@ extension TaskCoordinator {
                 return .refused(Refusal(.conflict, "session_invalidated", "session \(session.identifier) is invalidated; it takes no new tasks"))
             }
             if let idempotency {
-                if let existing = session.task(withIdempotencyKey: idempotency.key), !existing.deleted {
+                if let existing = session.task(withIdempotencyKey: idempotency.key), !existing.lifecycle.isDeleted {
                     return existing.record.idempotencyHash == idempotency.bodyHash
                         ? .replay(existing.snapshot) : .refused(Refusal.idempotencyKeyReused(idempotency.key))
                 }
@@ -149,15 +151,15 @@ extension TaskCoordinator {
             }
             switch result {
             case .success:
-                let entries = session.locked { () -> [TaskEntry] in
+                let created = session.locked { () -> [(TaskEntry, [TaskLifecycle.Action])] in
                     records.map { record in
-                        let entry = TaskEntry(record: record)
+                        let entry = TaskEntry(record: record, lifecycle: TaskLifecycle())
                         session.addTask(entry)
                         session.count(from: nil, to: record.state)
-                        return entry
+                        return (entry, step(entry, .created(start: record.state == .running)))
                     }
                 }
-                for entry in entries where entry.record.state == .running { startTransfer(entry, in: session) }
+                for (entry, actions) in created { perform(actions, of: entry, in: session) }
                 completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
             case .failure(StoreError.conflict(let existing)):
                 // A task the reservation did not see: completed and dropped from memory, or from before a restart.

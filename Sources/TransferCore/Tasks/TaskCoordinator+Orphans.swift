@@ -42,7 +42,7 @@ extension TaskCoordinator {
     private func ownsSessionFile(_ session: SessionState, _ name: String) -> Bool {
         if name.hasPrefix("."), name.hasSuffix(".part") {
             let id = String(name.dropFirst().dropLast(5))
-            return session.locked { session.tasks[id].map { !$0.record.isCompleted && !$0.deleted } ?? false }
+            return session.locked { session.tasks[id].map { !$0.record.isCompleted && !$0.lifecycle.isDeleted } ?? false }
         }
         if name.hasPrefix("."), name.hasSuffix(".resume") {
             let id = String(name.dropFirst().dropLast(7))

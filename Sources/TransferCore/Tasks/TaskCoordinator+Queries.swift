@@ -20,12 +20,12 @@ extension TaskCoordinator {
             }
             session.locked {
                 for i in page.indices {
-                    if let entry = session.tasks[page[i].id], !entry.deleted { page[i] = entry.snapshot }
+                    if let entry = session.tasks[page[i].id], !entry.lifecycle.isDeleted { page[i] = entry.snapshot }
                 }
             }
         } else {
             page = session.locked {
-                session.tasks.values.lazy.filter { !$0.deleted }.map(\.snapshot)
+                session.tasks.values.lazy.filter { !$0.lifecycle.isDeleted }.map(\.snapshot)
                     .filter { $0.sequence > after && (state == nil || $0.state == state) && (kind == nil || $0.kind == kind) }
                     .sorted { $0.sequence < $1.sequence }
                     .prefix(limit + 1).map { $0 }

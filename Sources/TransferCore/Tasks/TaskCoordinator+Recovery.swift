@@ -1,6 +1,7 @@
 import Glibc
 import JSON
 import TransferModel
+import Lifecycles
 
 extension TaskCoordinator {
     /// Start-up: sessions and unfinished tasks come back from the store (completed tasks stay on
@@ -35,42 +36,27 @@ extension TaskCoordinator {
             registry.insert(session)
             restoreEngine(session)
         }
-        var toStart: [(TaskEntry, SessionState)] = []
-        var toEnd: [(TaskEntry, SessionState, TaskError)] = []
+        // Tasks that end are completed before any other starts, so a start-up's completions are
+        // journaled first.
+        var toEnd: [(TaskEntry, SessionState, [TaskLifecycle.Action])] = []
+        var toStart: [(TaskEntry, SessionState, [TaskLifecycle.Action])] = []
+        let now = Timestamp.now()
         for record in try store.loadUnfinishedTasks() {
             guard let session = registry.session(record.session) else { continue }
-            let entry = TaskEntry(record: record)
-            session.locked { session.addTask(entry) }
-            switch (session.mode, record.state) {
-            case (_, .canceling):
-                toEnd.append((entry, session, TaskError(code: .cancelled, message: "the task was cancelled")))
-            case (.background, .running):
-                toStart.append((entry, session))
-            case (.default, _):
-                toEnd.append((entry, session, TaskError(code: .interrupted, message: "transferd stopped while the task was unfinished")))
-            default:
-                break
-            }
-        }
-        for (entry, session, error) in toEnd {
-            // An interrupted download leaves resume data where it can be continued.
-            var ending = error
-            if error.code == .interrupted {
-                ending.resumeData = settlePartialOutput(of: entry.record, session: session)
-            } else {
-                discardPartialOutput(of: entry.record, session: session)
-            }
-            complete(entry, in: session, error: ending)
-        }
-        let now = Timestamp.now()
-        for (entry, session) in toStart {
             // A task that was waiting to retry keeps its `next_attempt_at`.
-            if entry.record.phase == .retrying, let next = entry.record.nextAttemptAt, next > now {
-                startLater(entry, in: session, after: next.seconds - now.seconds, waitingIn: .retrying)
-            } else {
-                startTransfer(entry, in: session)
+            let retryDueIn = record.nextAttemptAt.map { $0.seconds - now.seconds }
+            let entry = TaskEntry(record: record, lifecycle: TaskLifecycle(restoring: record.state, phase: record.phase,
+                                                                           attempts: record.metrics.attempts, retryDueIn: retryDueIn))
+            let actions = session.locked {
+                session.addTask(entry)
+                return step(entry, .processRestarted(mode: session.mode))
             }
+            let ends = actions.contains { if case .complete = $0 { true } else { false } }
+            if ends { toEnd.append((entry, session, actions)) } else { toStart.append((entry, session, actions)) }
         }
+        // An interrupted download leaves resume data where it can be continued.
+        let interrupted = TaskError(code: .interrupted, message: "transferd stopped while the task was unfinished")
+        for (entry, session, actions) in toEnd + toStart { perform(actions, of: entry, in: session, ending: interrupted) }
         for session in registry.all {
             checkInvalidation(session)
             removeIfSettled(session)

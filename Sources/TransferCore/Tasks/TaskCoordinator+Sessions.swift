@@ -121,7 +121,7 @@ extension TaskCoordinator {
                 session.invalidateMode = .cancel
             }
             let cancel = session.tasks.values.filter {
-                !$0.deleted && !$0.record.isCompleted && (mode == .cancel || $0.record.state == .suspended)
+                !$0.lifecycle.isDeleted && !$0.record.isCompleted && (mode == .cancel || $0.record.state == .suspended)
             }
             return (storedRow(session), cancel)
         }

@@ -1,41 +1,39 @@
 import Glibc
 import JSON
+import HTTPServer
+import Lifecycles
 import Reactor
 import TransferEngine
 import TransferModel
 
 extension TaskCoordinator {
-    /// Hands a running task to the engine: builds the transfer from the task and its session's
-    /// configuration. Its files are opened only once the engine admits it (`TaskFilePreparer`):
-    /// a task queued behind the session's limits holds no descriptor.
+    /// Prepares the start the task's lifecycle claimed its output for (`startTransfer`): builds the
+    /// transfer from the task and its session's configuration and hands it to the engine — unless
+    /// the lifecycle, told the start is ready, says otherwise (a suspend or cancel came meanwhile).
+    /// Its files are opened only once the engine admits it (`TaskFilePreparer`): a task queued
+    /// behind the session's limits holds no descriptor.
     func startTransfer(_ entry: TaskEntry, in session: SessionState) {
-        let claimed: (TaskRecord, SessionConfiguration)? = session.locked {
-            guard entry.record.state == .running, entry.transfer == nil, !entry.outputBusy, !entry.cancelRequested,
-                  !entry.completing, !entry.deleted
-            else { return nil }
-            entry.outputBusy = true
-            return (entry.record, session.configuration)
-        }
-        // From here the file is ours until the engine has the transfer (or `release`); a path
-        // that completes the task keeps it: a completing task never starts again.
-        guard let (record, configuration) = claimed else { return }
+        let (record, configuration) = session.locked { (entry.record, session.configuration) }
         let now = Timestamp.now()
         let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - now.seconds
         guard remaining > 0 else {
-            return complete(entry, in: session, error: TaskError(code: .timedOut, message: "the task's resource timeout passed"))
+            return startFailed(entry, in: session, TaskError(code: .timedOut, message: "the task's resource timeout passed"))
         }
         // Not before `begin_at`: until then nothing is handed to the engine — a task scheduled
         // for tomorrow costs a timer, not a place in the queue (nor start-up time).
         if let beginAt = record.beginAt, beginAt > now {
-            session.locked { entry.record.phase = .scheduled }
-            guard release(nil, of: entry, in: session) else { return }
-            return startLater(entry, in: session, after: beginAt.seconds - now.seconds, waitingIn: .scheduled)
+            let actions = session.locked {
+                let actions = step(entry, .beginLater(after: beginAt.seconds - now.seconds))
+                entry.record.phase = entry.lifecycle.phase
+                return actions
+            }
+            return perform(actions, of: entry, in: session)
         }
         let body: TaskBody
         do {
             body = try planBody(for: record, session: session)
         } catch {
-            return complete(entry, in: session, error: error)
+            return startFailed(entry, in: session, error)
         }
         if let resume = record.resumeFrom { adoptPartial(resume, for: record, session: session) }
         var spec = TransferSpec(label: "\(session.identifier)/\(record.id)", session: session.identifier, url: record.url)
@@ -57,19 +55,23 @@ extension TaskCoordinator {
         if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
-        let submitted: Bool = session.locked {
-            // A cancel that came meanwhile found the file busy and left the task to `release`; a
-            // suspend stored meanwhile found no transfer to stop.
-            guard !entry.cancelRequested, entry.record.state == .running else { return false }
-            entry.record.phase = .waiting
+        let declined: [TaskLifecycle.Action]? = session.locked {
+            // A suspend or cancel that came meanwhile was left to this moment: nothing ran to stop.
+            let actions = step(entry, .startPrepared)
+            guard actions == [.submitTransfer] else { return actions }
+            entry.record.phase = entry.lifecycle.phase
             entry.record.nextAttemptAt = nil
             // Its preparer opens the file on admission; until the attempt's end (`transferEnded`)
             // the file is the transfer's.
             entry.transfer = engine.submit(spec, observer: observer)
-            entry.outputBusy = false
-            return true
+            return nil
         }
-        if !submitted { _ = release(nil, of: entry, in: session) }
+        if let declined { perform(declined, of: entry, in: session) }
+    }
+
+    /// A start that could not be made completes the task with its error, whatever was asked meanwhile.
+    private func startFailed(_ entry: TaskEntry, in session: SessionState, _ error: TaskError) {
+        perform(session.locked { step(entry, .startFailed(error.code)) }, of: entry, in: session, ending: error)
     }
 
     /// Where a task's output goes: beside `download.destination` (inside an allowed root), or in
@@ -215,6 +217,7 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
 
     func transferStarted(_ handle: TransferHandle) {
         session.locked {
+            _ = coordinator.step(entry, .transferStarted)
             entry.record.metrics.attempts += 1
             if entry.record.startedAt == nil { entry.record.startedAt = Timestamp.now() }
         }
@@ -231,6 +234,7 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
             json.endObject()
             events.append(EventDraft(.taskResumedAtOffset, task: entry.record.id, data: json.bytes))
         }
+        session.locked { _ = coordinator.step(entry, .responseHead) }
         coordinator.noteTransferChange(entry, in: session, events: events) { record in
             record.response = head
             record.currentURL = response.url

@@ -124,7 +124,7 @@ package final class TaskCoordinator: @unchecked Sendable {
     /// The task is encoded once, here (not on the store's writer), for its row, its cached reply
     /// (when completed) and any event that carries it (`api` is passed to `events`).
     func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
-                events: ([UInt8]) -> [EventDraft] = { _ in [] },
+                events: ([UInt8]) -> [EventDraft] = { _ in [] }, endsBusy: Bool = false,
                 also: [StoreChange] = [], then: (@Sendable () -> Void)? = nil)
     {
         let api = record.jsonBytes()
@@ -135,7 +135,7 @@ package final class TaskCoordinator: @unchecked Sendable {
             if case .failure(let error) = result {
                 logger.error("cannot store task", metadata: ["task": "\(session.identifier)/\(record.id)", "error": "\(error)"])
             }
-            publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted)
+            publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted, endsBusy: endsBusy)
             then?()
         }
     }
@@ -143,16 +143,13 @@ package final class TaskCoordinator: @unchecked Sendable {
     /// Makes `record` the current state of `entry`, keeping counts and waking long-polls. A change
     /// decided before the task completed (and not stored over it either) is dropped here too: a
     /// completed task stays completed. With `keepingState` the entry's state stays as it is now
-    /// (see `commit`).
+    /// (see `commit`). `endsBusy`: a completion counted in the session's busyTasksEnding.
     func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil,
-                 keepingState: Bool = false)
+                 keepingState: Bool = false, endsBusy: Bool = false)
     {
         let waiters: [@Sendable (TaskRecord) -> Void]? = session.locked {
             if entry.record.isCompleted && !record.isCompleted { return nil }
-            if record.isCompleted && entry.endingBusy {
-                entry.endingBusy = false
-                session.busyTasksEnding -= 1
-            }
+            if endsBusy { session.busyTasksEnding -= 1 }
             var record = record, encoded = encoded
             if keepingState && record.state != entry.record.state {
                 record.state = entry.record.state
@@ -160,7 +157,7 @@ package final class TaskCoordinator: @unchecked Sendable {
             }
             session.count(from: entry.record.state, to: record.state)
             entry.setRecord(record, encoded: encoded)
-            guard record.isCompleted else { return [] }
+            guard record.isCompleted, step(entry, .completionStored).contains(.notifyWaiters) else { return [] }
             defer { entry.completionWaiters = [] }
             return entry.completionWaiters
         }
@@ -181,8 +178,8 @@ package final class TaskCoordinator: @unchecked Sendable {
 
     /// The task's current record: from memory, or for a durable session's completed task that was
     /// dropped from memory, from the store.
-    package func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
-        if let snapshot = session.locked({ session.tasks[id].flatMap { $0.deleted ? nil : $0.snapshot } }) {
+    func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
+        if let snapshot = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }) {
             return snapshot
         }
         if session.mode.isDurable, let store, let stored = try? store.loadTask(session: session.identifier, id: id) {
@@ -192,13 +189,13 @@ package final class TaskCoordinator: @unchecked Sendable {
     }
 
     /// The task object as the API returns it, encoded (cached for tasks that are not moving).
-    package func taskJSON(_ session: SessionState, _ id: String) throws(Refusal) -> [UInt8] {
-        if let bytes = session.locked({ session.tasks[id].flatMap { $0.deleted ? nil : $0.json } }) { return bytes }
+    func taskJSON(_ session: SessionState, _ id: String) throws(Refusal) -> [UInt8] {
+        if let bytes = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.json } }) { return bytes }
         return try record(session, id).jsonBytes()
     }
 
     /// The in-memory entry of a task that has not completed (every such task is in memory).
     func liveEntry(_ session: SessionState, _ id: String) -> TaskEntry? {
-        session.locked { session.tasks[id].flatMap { $0.deleted ? nil : $0 } }
+        session.locked { session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0 } }
     }
 }
