@@ -41,11 +41,11 @@ let package = Package(
         // SQLite: connections, cached statements, migrations, the group-committing writer.
         .target(name: "Store", dependencies: ["CSQLite", "Reactor"]),
 
-        // libcurl multi loops, admission per session and host, the transfer of bytes.
-        .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "Digests", "Reactor"]),
-
         // Lifecycles of tasks, sessions and webhook delivery as pure values: no I/O, no clocks.
         .target(name: "Lifecycles"),
+
+        // libcurl multi loops, admission per session and host, the transfer of bytes.
+        .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "Digests", "Lifecycles", "Reactor"]),
 
         // Sessions, tasks, events, configuration and resume data as values, with their encoding
         // and the validation of client input. Knows no HTTP status, socket, store or thread.

@@ -1,3 +1,4 @@
+import Lifecycles
 import CCurl
 
 /// CURLcode → the stable error codes of PRODUCT.md. Codes curl reports for conditions we detect
@@ -6,7 +7,7 @@ enum CurlErrorMapping {
     /// `certificateRequested`: the server asked for a client certificate and never answered.
     static func failure(_ code: CURLcode, detail: String, certificateRequested: Bool = false) -> TransferFailure {
         let raw = Int(code.rawValue)
-        let mapped: TransferErrorCode = switch code {
+        let mapped: TaskErrorCode = switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .cannotFindHost
         case CURLE_COULDNT_CONNECT: .cannotConnectToHost
         case CURLE_OPERATION_TIMEDOUT: .timedOut

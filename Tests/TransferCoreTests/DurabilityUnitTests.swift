@@ -1,3 +1,4 @@
+import Lifecycles
 import HTTPServer
 import Testing
 import TransferEngine
@@ -71,7 +72,7 @@ struct RetryPolicyTests {
 
     @Test func permanentFailuresAreNotRetried() throws {
         let p = try policy("{}")
-        for code in [TransferErrorCode.unsupportedURL, .tooManyRedirects, .blockedByPolicy, .cannotWriteToFile, .serverCertificateUntrusted] {
+        for code in [TaskErrorCode.unsupportedURL, .tooManyRedirects, .blockedByPolicy, .cannotWriteToFile, .serverCertificateUntrusted] {
             #expect(p.decide(after: .failure(TransferFailure(code, "x")), attempts: 1, deadline: far) == .stop)
         }
     }

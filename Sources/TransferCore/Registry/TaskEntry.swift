@@ -16,7 +16,7 @@ package final class TaskEntry: @unchecked Sendable {
     var transfer: TransferHandle?
     var output: TaskOutput?
     /// The body of an ephemeral session's data task (nothing of those goes to disk).
-    var memoryBody: [UInt8]?
+    package var memoryBody: [UInt8]?
     /// Where the task is in its life: who holds its output file (a start being prepared, a
     /// transfer, an attempt's end being settled), what was asked meanwhile, whether its completion
     /// is decided. Changed only through `TaskCoordinator.step`, which performs what it answers.

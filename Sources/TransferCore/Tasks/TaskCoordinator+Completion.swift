@@ -1,6 +1,5 @@
 import Glibc
 import JSON
-import HTTPServer
 import Lifecycles
 import Reactor
 import TransferEngine
@@ -222,7 +221,7 @@ extension TaskCoordinator {
 
 extension TaskError {
     init(_ failure: TransferFailure) {
-        self.init(code: TaskErrorCode(rawValue: failure.code.rawValue) ?? .networkConnectionLost,
+        self.init(code: failure.code,
                   message: failure.message, curlCode: failure.curlCode, resumeData: nil)
     }
 }

@@ -35,12 +35,12 @@ extension TaskCoordinator {
 
     /// `POST …/resume`: a suspended task runs again (continuing its partial file where the origin
     /// allows). Running or completed tasks are left as they are, as URLSession does.
-    func resume(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
+    package func resume(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
         request(.resume, of: session, id, completion: completion)
     }
 
     /// `POST …/suspend`: a running task stops; its partial file is kept for `resume`.
-    func suspend(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
+    package func suspend(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
         request(.suspend, of: session, id, completion: completion)
     }
 

@@ -1,9 +1,8 @@
 import Glibc
+import Lifecycles
 import TransferEngine
 import TransferModel
 import TransferStore
-import Lifecycles
-import Store
 
 /// What a creation call came to.
 package enum CreationOutcome: Sendable {

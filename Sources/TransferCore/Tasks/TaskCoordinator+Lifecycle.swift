@@ -1,4 +1,5 @@
 import Lifecycles
+import TransferModel
 
 extension TaskCoordinator {
     /// Tells a task's lifecycle what happened (lock held) and returns what to do. An event that

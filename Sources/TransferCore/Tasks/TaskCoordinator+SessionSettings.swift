@@ -1,3 +1,4 @@
+import Lifecycles
 import Glibc
 import TransferEngine
 import TransferModel
@@ -32,7 +33,7 @@ extension TaskCoordinator {
             } catch {
                 logger.error("cannot read a session's TLS files; its transfers will fail",
                              metadata: ["session": .string(session.identifier), "error": .string(error.detail)])
-                let code: TransferErrorCode = error.field?.hasSuffix("ca_file") == true ? .serverCertificateUntrusted : .clientCertificateRejected
+                let code: TaskErrorCode = error.field?.hasSuffix("ca_file") == true ? .serverCertificateUntrusted : .clientCertificateRejected
                 settings.tls.unavailable = TransferFailure(code, error.detail)
             }
         }

@@ -1,6 +1,5 @@
 import Glibc
 import JSON
-import HTTPServer
 import Lifecycles
 import Reactor
 import TransferEngine

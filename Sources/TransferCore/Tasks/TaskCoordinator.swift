@@ -178,7 +178,7 @@ package final class TaskCoordinator: @unchecked Sendable {
 
     /// The task's current record: from memory, or for a durable session's completed task that was
     /// dropped from memory, from the store.
-    func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
+    package func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
         if let snapshot = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }) {
             return snapshot
         }
@@ -189,7 +189,7 @@ package final class TaskCoordinator: @unchecked Sendable {
     }
 
     /// The task object as the API returns it, encoded (cached for tasks that are not moving).
-    func taskJSON(_ session: SessionState, _ id: String) throws(Refusal) -> [UInt8] {
+    package func taskJSON(_ session: SessionState, _ id: String) throws(Refusal) -> [UInt8] {
         if let bytes = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.json } }) { return bytes }
         return try record(session, id).jsonBytes()
     }

@@ -1,3 +1,4 @@
+import Lifecycles
 import Glibc
 import TransferEngine
 
@@ -29,7 +30,7 @@ final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
         do {
             files.body = try coordinator.openBody(body)
         } catch {
-            throw TransferFailure(TransferErrorCode(rawValue: error.code.rawValue) ?? .cannotOpenFile, error.message)
+            throw TransferFailure(error.code, error.message)
         }
         let output: TaskOutput?
         do {
