@@ -210,8 +210,10 @@ final class MultiLoop: @unchecked Sendable {
         admitAll()
     }
 
-    /// Hands the outcome to the observer on this loop — once the hasher, if any, has caught up
-    /// (a successful file gets its digest) or let go of the file.
+    /// Hands the outcome to the observer once the hasher, if any, has caught up (a successful file
+    /// gets its digest) or let go of the file: at once on this loop without a hasher, else on the
+    /// hasher's pool thread. Observers hand completions on to their own executor, so a turn of
+    /// this loop in between would only forward it.
     private func deliver(_ transfer: Transfer, outcome: TransferOutcome) {
         if case .segments(let segments) = transfer.files.body {
             for case .file(let fd, _, _) in segments { close(fd) }
@@ -220,12 +222,9 @@ final class MultiLoop: @unchecked Sendable {
         let complete: @Sendable (String?) -> Void = { [self, outcome] digest in
             var final = outcome
             final.sha256 = digest
-            let delivered = final
-            loop.execute {
-                transfer.handle.setPhase(.finished)
-                transfer.observer.transferCompleted(transfer.handle, delivered)
-                self.undelivered.subtract(1, ordering: .releasing)
-            }
+            transfer.handle.setPhase(.finished)
+            transfer.observer.transferCompleted(transfer.handle, final)
+            undelivered.subtract(1, ordering: .releasing)
         }
         guard let hasher = transfer.hasher else { return complete(nil) }
         if outcome.failure == nil && outcome.stopReason == nil {

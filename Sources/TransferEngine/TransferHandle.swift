@@ -53,8 +53,8 @@ public final class TransferHandle: Sendable {
     func setPhase(_ phase: TransferPhase) { phaseValue.store(phase.rawValue, ordering: .relaxed) }
 }
 
-/// Told, on the transfer's loop thread, what happens to a transfer. Calls must be quick: slow work
-/// (fsync, SQLite) belongs on another thread.
+/// Told, on the transfer's loop thread (a completion possibly on a pool thread), what happens to a
+/// transfer. Calls must be quick: slow work (fsync, SQLite) belongs on another thread.
 public protocol TransferObserver: AnyObject, Sendable {
     /// Admitted: connecting now.
     func transferStarted(_ handle: TransferHandle)
@@ -62,5 +62,7 @@ public protocol TransferObserver: AnyObject, Sendable {
     func transferReceivedResponse(_ handle: TransferHandle, _ response: ResponseHead, resumedAtOffset: Int64?)
     /// A redirect is being followed.
     func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int)
+    /// The attempt ended. Called on the loop, or on a pool thread when the output was hashed:
+    /// an observer hands it to its own executor and must not call back into the engine's loop state.
     func transferCompleted(_ handle: TransferHandle, _ outcome: TransferOutcome)
 }
