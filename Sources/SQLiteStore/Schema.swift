@@ -86,8 +86,8 @@ enum Schema {
         CREATE INDEX events_by_time ON events(at);
         """),
         Migration(7, """
-        -- The cookie jars of durable sessions (PRODUCT.md: cookies of default and background
-        -- sessions survive a restart). `expires` is Unix seconds, NULL for a cookie without
+        -- The cookie jars of durable sessions (cookies of default and background sessions
+        -- survive a restart). `expires` is Unix seconds, NULL for a cookie without
         -- Expires or Max-Age, which lasts as long as its session.
         CREATE TABLE session_cookies (
             session TEXT NOT NULL,

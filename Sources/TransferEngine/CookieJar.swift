@@ -40,7 +40,7 @@ public struct Cookie: Sendable, Equatable {
     }
 }
 
-/// Whose cookies a session keeps, and whether it sends them (PRODUCT.md `cookies`; URLSession's
+/// Whose cookies a session keeps, and whether it sends them (the session's `cookies`; URLSession's
 /// `httpCookieAcceptPolicy` and `httpShouldSetCookies`).
 public struct CookiePolicy: Sendable, Equatable {
     public enum Accept: Sendable, Equatable { case always, never, sameDomain }

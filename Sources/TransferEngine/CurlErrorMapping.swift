@@ -1,7 +1,7 @@
 import Lifecycles
 import CCurl
 
-/// CURLcode → the stable error codes of PRODUCT.md. Codes curl reports for conditions we detect
+/// CURLcode → the stable error codes a task completes with. Codes curl reports for conditions we detect
 /// ourselves (policy refusals, size caps, write errors) are refined by the transfer before this.
 enum CurlErrorMapping {
     /// `certificateRequested`: the server asked for a client certificate and never answered.

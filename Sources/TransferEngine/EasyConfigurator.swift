@@ -19,7 +19,8 @@ enum EasyConfigurator {
 
         // Signals are the service's to handle (SIGPIPE is ignored, DNS timeouts use threads).
         _ = transferd_easy_setopt_long(h, CURLOPT_NOSIGNAL, 1)
-        // Only http and https, for the request and for every redirect (PRODUCT.md "Security").
+        // Only http and https, for the request and for every redirect: `file:`, `gopher:`, `dict:` and
+        // the rest are `unsupported_url`.
         _ = transferd_easy_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = transferd_easy_setopt_string(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         _ = transferd_easy_setopt_long(h, CURLOPT_FOLLOWLOCATION, spec.followRedirects ? 1 : 0)

@@ -1,4 +1,4 @@
-/// Which waiting transfer of a loop starts next (PRODUCT.md "Scheduling"). Sessions that have a
+/// Which waiting transfer of a loop starts next (fairness between sessions). Sessions that have a
 /// transfer able to start take turns, round-robin, each offering its best one (priority, then
 /// submission order): a session with 10,000 queued transfers gets one start per turn, as does a
 /// session with one, so neither starves the other when slots are scarce. Discretionary sessions

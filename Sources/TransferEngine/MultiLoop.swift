@@ -4,7 +4,7 @@ import Glibc
 import Reactor
 import Synchronization
 
-/// One libcurl multi handle driven by one epoll thread (ENGINEERING.md "libcurl"): curl tells us
+/// One libcurl multi handle driven by one epoll thread (curl's event-driven "multi_socket" API): curl tells us
 /// which sockets to watch (`CURLMOPT_SOCKETFUNCTION`) and when to wake (`CURLMOPT_TIMERFUNCTION`);
 /// we call `curl_multi_socket_action` with the event that fired. Every curl call for this multi
 /// and its easy handles happens on this loop's thread.

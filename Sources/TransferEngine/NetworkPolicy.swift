@@ -1,7 +1,7 @@
 import Glibc
 
 /// Which addresses transfers may connect to, checked on the address actually connected to (so DNS
-/// rebinding and redirects are covered): PRODUCT.md "Security".
+/// rebinding and redirects are covered).
 public struct NetworkPolicy: Sendable {
     public let allow: [CIDR]
     public let deny: [CIDR]

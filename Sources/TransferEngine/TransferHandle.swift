@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Where a transfer is in its life, as PRODUCT.md's task `phase` names it (the engine's part:
+/// Where a transfer is in its life, as the task's `phase` names it (the engine's part:
 /// `scheduled` — not before `begin_at` — and `retrying` belong to the caller, which hands a
 /// transfer over only when it may start).
 public enum TransferPhase: Int, Sendable {

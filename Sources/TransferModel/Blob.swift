@@ -1,6 +1,6 @@
 import JSON
 
-/// Bytes handed to transferd (PRODUCT.md "Blobs"): a file in the data directory, its size and sha256.
+/// Bytes handed to transferd (for uploads): a file in the data directory, its size and sha256.
 package struct Blob: Sendable, Equatable {
     package let id: String
     package let size: Int64

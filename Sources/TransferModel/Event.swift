@@ -1,6 +1,6 @@
 import JSON
 
-/// The event types of PRODUCT.md "Events and the delegate" (URLSession's delegate callbacks).
+/// The event types a session journals and pushes (URLSession's delegate callbacks).
 package enum EventType: String, Sendable, CaseIterable {
     case taskCreated = "task.created"
     case taskResumed = "task.resumed"

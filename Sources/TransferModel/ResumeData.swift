@@ -2,7 +2,7 @@ import Digests
 import Glibc
 import JSON
 
-/// Resume data (PRODUCT.md "Tasks"): a readable, signed token — base64 of JSON naming the URL,
+/// Resume data (URLSession's `cancel(byProducingResumeData:)`): a readable, signed token — base64 of JSON naming the URL,
 /// the validator (ETag or Last-Modified), the offset and the partial file — from which a new
 /// download task continues where a cancelled or failed one stopped. The signature (HMAC-SHA256
 /// with a key kept in the data directory) makes a tampered token `resume_data_invalid`.

@@ -1,4 +1,4 @@
-/// A session's `configuration` (PRODUCT.md), validated, with defaults filled in.
+/// A session's `configuration` (openapi.yaml's `SessionConfiguration`), validated, with defaults filled in.
 package struct SessionConfiguration: Sendable, Equatable {
     package struct Cookies: Sendable, Equatable {
         package enum Accept: String, Sendable { case always, never, sameDomain = "same_domain" }

@@ -79,7 +79,7 @@ package struct TaskMetrics: Sendable, Equatable {
     package var dnsMs = 0.0, connectMs = 0.0, tlsMs = 0.0, firstByteMs = 0.0, totalMs = 0.0
 }
 
-/// Where a task's request body comes from (PRODUCT.md "Tasks": inline text or base64, a blob, a
+/// Where a task's request body comes from (inline text or base64, a blob, a
 /// file under an allowed root, or the file of a finished download).
 package enum BodySource: Sendable, Equatable {
     /// Held in the task itself: small inline bodies, and every inline body of an ephemeral session.

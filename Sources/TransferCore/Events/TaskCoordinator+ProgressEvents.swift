@@ -5,7 +5,7 @@ import TransferModel
 extension TaskCoordinator {
     /// Once a second, `task.progress` for each task of a session someone listens to whose transfer
     /// moved bytes since the last one (URLSession's didWriteData / didSendBodyData): live only,
-    /// never journaled (PRODUCT.md: throttled, at most one a second a task).
+    /// never journaled (throttled: at most one a second a task).
     package func startProgressEvents() {
         clock.execute { [self] in scheduleProgressEvents() }
     }

@@ -2,8 +2,8 @@ import CLinux
 import Glibc
 import JSON
 
-/// The `--allow-path` roots, and safe ways to open paths beneath them (ENGINEERING.md "Files on
-/// disk"): each root is opened once; a path is resolved relative to its root with
+/// The `--allow-path` roots, and safe ways to open paths beneath them (no `..`, no
+/// symlink escape): each root is opened once; a path is resolved relative to its root with
 /// `openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS)`, which refuses `..`, absolute symlinks and any
 /// symlink that leads out of the root. Where openat2 is unavailable (old kernels, seccomp), a walk
 /// with `O_NOFOLLOW` at every component refuses symlinks altogether.

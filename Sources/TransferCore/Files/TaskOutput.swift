@@ -9,8 +9,8 @@ struct OutputLocation {
 }
 
 /// The file a running task writes: a temporary file beside its final name, so the final name only
-/// ever holds a complete, verified file (ENGINEERING.md "Files on disk": write → fsync → rename →
-/// fsync the directory).
+/// ever holds a complete, verified file (write → fsync → rename → fsync the directory, so a
+/// crash leaves either the old name or the whole new file).
 final class TaskOutput: @unchecked Sendable {
     let directoryFD: Int32
     let directoryPath: String

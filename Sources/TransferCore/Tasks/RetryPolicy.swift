@@ -1,8 +1,8 @@
 import TransferEngine
 import TransferModel
 
-/// Whether and when a failed attempt is tried again (PRODUCT.md `retry`, `waits_for_connectivity`,
-/// `timeout_resource_s`): transient failures — no connection, a reset, an idle timeout, a status
+/// Whether and when a failed attempt is tried again (the session's `retry`,
+/// `waits_for_connectivity` and `timeout_resource_s`): transient failures — no connection, a reset, an idle timeout, a status
 /// listed in `on_http_status`, a 429 with Retry-After — back off exponentially with jitter, within
 /// `max_attempts` and the task's resource deadline. A session that waits for connectivity keeps
 /// trying connection failures until the deadline, however many attempts that takes.

@@ -33,7 +33,7 @@ package final class TaskCoordinator: @unchecked Sendable {
         /// Longest `?wait=` a client may ask for.
         package var maxWaitSeconds: Double = 600
         /// Delays before each webhook attempt (the first is immediate); when they run out the
-        /// delegate is disabled. PRODUCT.md: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h.
+        /// delegate is disabled: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h.
         var webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
 
         package init(maxDataBodyBytes: Int64 = 64 << 20, maxWaitSeconds: Double = 600, webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]) {

@@ -95,7 +95,7 @@ package struct TaskCreationRequest: Sendable {
                                    beginAt: beginAt, description: description, start: start, resumeToken: resumeToken)
     }
 
-    /// Only absolute http and https URLs (PRODUCT.md "Security"), as curl parses them. `field` is
+    /// Only absolute http and https URLs (every other scheme is `unsupported_url`), as curl parses them. `field` is
     /// built only for a complaint.
     static func validateURL(_ url: String, field: @autoclosure () -> String) throws(Refusal) {
         guard let parts = URLParts(url), !parts.host.isEmpty || !parts.isHTTP else {

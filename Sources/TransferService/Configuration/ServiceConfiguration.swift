@@ -1,7 +1,7 @@
 import HTTPServer
 
 /// Everything transferd is configured with, validated. Built by `ConfigurationResolver` from flags
-/// and `TRANSFERD_*` environment variables (PRODUCT.md "Running it").
+/// and `TRANSFERD_*` environment variables (README.md lists them).
 public struct ServiceConfiguration: Sendable {
     public var listen: SocketAddress
     public var dataDirectory: String
@@ -17,7 +17,7 @@ public struct ServiceConfiguration: Sendable {
     public var http: HTTPLimits
     /// Largest response body a data task keeps (larger fails with data_length_exceeds_maximum).
     public var maxDataBodyBytes: Int64 = 64 << 20
-    /// Delays before each webhook attempt (PRODUCT.md's schedule unless shortened for tests).
+    /// Delays before each webhook attempt (immediately, 5 s, 5 min, … 24 h, unless shortened for tests).
     public var webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
     /// Seconds between Server-Sent Events heartbeats (comments that keep proxies from closing a
     /// quiet stream).
