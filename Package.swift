@@ -43,7 +43,7 @@ let package = Package(
 
         // The service core: configuration, API routes, JSON models, problem documents, lifecycle.
         .target(name: "TransferService", dependencies: [
-            "HTTPServer", "Reactor", "CLinux", "Store", "TransferEngine",
+            "HTTPServer", "Reactor", "CLinux", "Store", "TransferEngine", "Lifecycles",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
