@@ -1,4 +1,5 @@
 import HTTPServer
+import Lifecycles
 
 /// `/v1/sessions…`: create or re-attach, read, list, invalidate, reset, flush.
 struct SessionRoutes {
@@ -71,7 +72,7 @@ struct SessionRoutes {
             RouteSupport.answer(responder) { () throws(APIError) in
                 try RouteSupport.checkQuery(request, allowed: ["mode"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                guard let mode = SessionState.InvalidateMode(rawValue: request.query("mode") ?? "finish") else {
+                guard let mode = SessionLifecycle.InvalidateMode(rawValue: request.query("mode") ?? "finish") else {
                     throw APIError(422, "validation_failed", "mode must be finish or cancel", field: "mode")
                 }
                 coordinator.invalidate(session, mode: mode) { result in
@@ -105,7 +106,7 @@ struct SessionRoutes {
             json.beginObject()
             json.key("identifier"); json.string(session.identifier)
             json.key("mode"); json.string(session.mode.rawValue)
-            json.key("state"); json.string(session.lifecycle.rawValue)
+            json.key("state"); json.string(session.lifecycle.status.rawValue)
             json.key("configuration"); session.configuration.encode(into: &json, mode: session.mode)
             json.key("delegate")
             if let delegate = session.delegate { delegate.encode(into: &json, secret: secret) } else { json.null() }

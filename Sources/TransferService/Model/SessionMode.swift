@@ -9,8 +9,3 @@ enum SessionMode: String, Sendable {
 
     var isDurable: Bool { self != .ephemeral }
 }
-
-/// Where a session is in its life (`DELETE` starts invalidation).
-enum SessionLifecycle: String, Sendable {
-    case active, invalidating, invalidated
-}
