@@ -5,10 +5,12 @@ import TransferEngine
 
 /// Pushes one session's events to its delegate as a `DeliveryLifecycle` says: the channel offers
 /// the value the events it asks for, in `seq` order, sends what it says, and reports each attempt's
-/// outcome and each retry timer back to it. With one event in flight (the default) the next goes
-/// only once the previous one was received (2xx). Failures are retried on the schedule, keeping the
-/// same `webhook-id`; 410 Gone, or a schedule run out, disables the delegate. Deliveries go through
-/// the transfer engine, so protocol limits and the network policy apply to them too.
+/// outcome and each retry timer back to it. With one event in flight (the delegate's default
+/// `max_in_flight`) the next goes only once the previous one was received (2xx); with more, up to
+/// that many are out at once, each retried on its own. Failures are retried on the schedule,
+/// keeping the same `webhook-id`; 410 Gone, or a schedule run out, disables the delegate.
+/// Deliveries go through the transfer engine, so protocol limits and the network policy apply to
+/// them too.
 final class DelegateChannel: @unchecked Sendable {
     private let session: SessionState
     private let coordinator: TaskCoordinator
@@ -20,7 +22,8 @@ final class DelegateChannel: @unchecked Sendable {
     /// Counts replacements of the delegate: answers to attempts sent to an earlier one, and their
     /// retry timers, are no news for the delivery to the current one.
     private var generation = 0
-    /// The events the lifecycle has out (sent, or waiting to be sent again), by seq.
+    /// The events the lifecycle has out (sent, or waiting to be sent again), by seq: one received
+    /// leaves even while an earlier one holds up `deliveredThrough`.
     private var outstanding: [Int64: Event] = [:]
     private var subscription: UInt64?
     private var upcoming: UpcomingEvents
@@ -39,7 +42,8 @@ final class DelegateChannel: @unchecked Sendable {
         self.session = session
         self.delegate = delegate
         self.coordinator = coordinator
-        delivery = DeliveryLifecycle(deliveredThrough: delivered, schedule: coordinator.limits.webhookSchedule)
+        delivery = DeliveryLifecycle(deliveredThrough: delivered, maxInFlight: delegate.maxInFlight,
+                                     schedule: coordinator.limits.webhookSchedule)
         upcoming = UpcomingEvents(after: delivered)
     }
 
@@ -69,14 +73,20 @@ final class DelegateChannel: @unchecked Sendable {
         }
     }
 
-    /// Delivers to `wanted` from now on. Another delegate (URL, secret or filter) starts over after
-    /// what was delivered, at once rather than after the old one's retry delay.
+    /// Delivers to `wanted` from now on. Another delegate (URL, secret, filter or `max_in_flight`)
+    /// starts over after what was delivered, at once rather than after the old one's retry delay.
     func use(_ wanted: Delegate) {
         queue.async { [self] in
             guard wanted != delegate else { return }
             delegate = wanted
             generation += 1
             perform(feed(.delegateReplaced))
+            if delivery.maxInFlight != wanted.maxInFlight {
+                // The room for events is fixed in the value; after the replacement nothing is out,
+                // so a new one from the same point is the same delivery with another room.
+                delivery = DeliveryLifecycle(deliveredThrough: delivery.deliveredThrough, maxInFlight: wanted.maxInFlight,
+                                             schedule: delivery.schedule)
+            }
             outstanding = [:]
             upcoming = UpcomingEvents(after: delivery.deliveredThrough)
             pump()
@@ -149,7 +159,6 @@ final class DelegateChannel: @unchecked Sendable {
             case .scheduleRetry(let seq, let delay):
                 scheduleRetry(seq, after: delay)
             case .markDelivered(let through):
-                outstanding = outstanding.filter { $0.key > through }
                 coordinator.markDelivered(session, through: through)
                 noteProgress()
             case .disable(let reason):
@@ -176,6 +185,7 @@ final class DelegateChannel: @unchecked Sendable {
         let status = outcome.failure == nil ? outcome.response?.status : nil
         let actions: [DeliveryLifecycle.Action]
         if let status, (200..<300).contains(status) {
+            outstanding[event.seq] = nil
             actions = feed(.attemptSucceeded(seq: event.seq))
         } else if status == 410 {
             actions = feed(.gone(seq: event.seq))
