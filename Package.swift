@@ -68,7 +68,7 @@ let package = Package(
         // The REST API: routes, authentication, request reading, problem documents. The only
         // module that knows HTTP status codes.
         .target(name: "TransferAPI", dependencies: [
-            "Digests", "HTTPServer", "JSON", "Reactor", "TransferCore", "TransferEngine", "TransferModel",
+            "Digests", "HTTPServer", "JSON", "Lifecycles", "Reactor", "TransferCore", "TransferEngine", "TransferModel",
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
 

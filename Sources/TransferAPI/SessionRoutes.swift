@@ -1,5 +1,6 @@
 import HTTPServer
 import JSON
+import Lifecycles
 import TransferCore
 import TransferModel
 
@@ -78,7 +79,7 @@ package struct SessionRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["mode"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                guard let mode = SessionState.InvalidateMode(rawValue: request.query("mode") ?? "finish") else {
+                guard let mode = SessionLifecycle.InvalidateMode(rawValue: request.query("mode") ?? "finish") else {
                     throw Refusal(.invalid, "validation_failed", "mode must be finish or cancel", field: "mode")
                 }
                 coordinator.invalidate(session, mode: mode) { result in
@@ -112,7 +113,7 @@ package struct SessionRoutes {
             json.beginObject()
             json.key("identifier"); json.string(session.identifier)
             json.key("mode"); json.string(session.mode.rawValue)
-            json.key("state"); json.string(session.lifecycle.rawValue)
+            json.key("state"); json.string(session.lifecycle.status.rawValue)
             json.key("configuration"); session.configuration.encode(into: &json, mode: session.mode)
             json.key("delegate")
             if let delegate = session.delegate { delegate.encode(into: &json, secret: secret) } else { json.null() }

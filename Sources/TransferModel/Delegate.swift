@@ -8,8 +8,13 @@ package struct Delegate: Sendable, Equatable {
     package var secret: String
     /// The types pushed; nil for all.
     var events: Set<EventType>?
+    /// How many of the session's events may be out to the receiver at once; above 1 the receiver
+    /// puts them in order by their `seq`.
+    package var maxInFlight = 1
     /// Set when the receiver answered 410 Gone: nothing more is pushed until the delegate is set again.
     package var disabled = false
+
+    static let maxInFlightRange: ClosedRange<Int64> = 1...64
 
     package func wants(_ type: EventType) -> Bool {
         guard let events else { return type.isJournaled }
@@ -53,8 +58,9 @@ package struct Delegate: Sendable, Equatable {
                 return type
             })
         }
+        let maxInFlight = try r.integer("max_in_flight", in: maxInFlightRange).map(Int.init) ?? 1
         try r.finish()
-        return (Delegate(url: url, secret: secret, events: events), generated)
+        return (Delegate(url: url, secret: secret, events: events, maxInFlight: maxInFlight), generated)
     }
 
     /// As the API shows it: never the secret, except the one reply that hands out a generated one.
@@ -70,6 +76,7 @@ package struct Delegate: Sendable, Equatable {
         } else {
             json.null()
         }
+        json.key("max_in_flight"); json.int(maxInFlight)
         json.key("disabled"); json.bool(disabled)
         json.endObject()
     }
@@ -82,22 +89,25 @@ package struct Delegate: Sendable, Equatable {
         json.key("secret"); json.string(secret)
         json.key("events")
         if let events { json.beginArray(); events.map(\.rawValue).sorted().forEach { json.string($0) }; json.endArray() } else { json.null() }
+        json.key("max_in_flight"); json.int(maxInFlight)
         json.key("disabled"); json.bool(disabled)
         json.endObject()
         return String(decoding: json.bytes, as: UTF8.self)
     }
 
-    package init(url: String, secret: String, events: Set<EventType>?, disabled: Bool = false) {
+    init(url: String, secret: String, events: Set<EventType>?, maxInFlight: Int = 1, disabled: Bool = false) {
         self.url = url
         self.secret = secret
         self.events = events
+        self.maxInFlight = maxInFlight
         self.disabled = disabled
     }
 
     package init?(stored: String) {
         guard let v = try? JSONParser.parse(Array(stored.utf8)), let url = v["url"]?.stringValue,
               let secret = v["secret"]?.stringValue else { return nil }
+        // Delegates stored before `max_in_flight` existed delivered one at a time.
         self.init(url: url, secret: secret, events: v["events"]?.arrayValue.map { Set($0.compactMap { $0.stringValue.flatMap(EventType.init(rawValue:)) }) },
-                  disabled: v["disabled"]?.boolValue ?? false)
+                  maxInFlight: v["max_in_flight"]?.intValue.map(Int.init) ?? 1, disabled: v["disabled"]?.boolValue ?? false)
     }
 }

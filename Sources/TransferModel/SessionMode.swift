@@ -7,8 +7,3 @@ package typealias SessionMode = Lifecycles.SessionMode
 extension SessionMode {
     package var isDurable: Bool { self != .ephemeral }
 }
-
-/// Where a session is in its life (`DELETE` starts invalidation).
-package enum SessionLifecycle: String, Sendable {
-    case active, invalidating, invalidated
-}

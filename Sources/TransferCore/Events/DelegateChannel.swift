@@ -1,26 +1,33 @@
 import Dispatch
+import Lifecycles
 import Reactor
 import TransferEngine
 import TransferModel
 
-/// Pushes one session's events to its delegate, in `seq` order, one at a time: the next event goes
-/// only once the previous one was received (2xx). Failures are retried on the schedule, keeping
-/// the same `webhook-id`; 410 Gone, or a schedule run out, disables the delegate. Deliveries go
-/// through the transfer engine, so protocol limits and the network policy apply to them too.
+/// Pushes one session's events to its delegate as a `DeliveryLifecycle` says: the channel offers
+/// the value the events it asks for, in `seq` order, sends what it says, and reports each attempt's
+/// outcome and each retry timer back to it. With one event in flight (the delegate's default
+/// `max_in_flight`) the next goes only once the previous one was received (2xx); with more, up to
+/// that many are out at once, each retried on its own. Failures are retried on the schedule,
+/// keeping the same `webhook-id`; 410 Gone, or a schedule run out, disables the delegate.
+/// Deliveries go through the transfer engine, so protocol limits and the network policy apply to
+/// them too.
 final class DelegateChannel: @unchecked Sendable {
     private let session: SessionState
-    /// The delegate it delivers to; a changed delegate gets a new channel.
-    let delegate: Delegate
     private let coordinator: TaskCoordinator
     /// Everything below is confined to this queue.
     private let queue = DispatchQueue(label: "transferd.delegate")
+    /// The delegate it delivers to; `use` replaces it.
+    private var delegate: Delegate
+    private var delivery: DeliveryLifecycle
+    /// Counts replacements of the delegate: answers to attempts sent to an earlier one, and their
+    /// retry timers, are no news for the delivery to the current one.
+    private var generation = 0
+    /// The events the lifecycle has out (sent, or waiting to be sent again), by seq: one received
+    /// leaves even while an earlier one holds up `deliveredThrough`.
+    private var outstanding: [Int64: Event] = [:]
     private var subscription: UInt64?
     private var upcoming: UpcomingEvents
-    private var current: Event?
-    private var attempt = 0
-    private var inFlight = false
-    /// A failed attempt waits for its retry time: nothing is sent meanwhile.
-    private var waitingForRetry = false
     private var stopped = false
     /// Attempts, and delivery progress, not stored yet: saved together `saveDelay` after the first
     /// of them. Losing them in a crash only sends those events again (with the same webhook-id);
@@ -30,11 +37,14 @@ final class DelegateChannel: @unchecked Sendable {
     private var saveScheduled = false
     static let saveDelay = 0.1
 
-    /// Delivers what follows `delivered` (the session's `deliveredThrough`).
-    package init(session: SessionState, delegate: Delegate, delivered: Int64, coordinator: TaskCoordinator) {
+    /// Delivers what follows `delivered` (the session's `deliveredThrough`), retrying on the
+    /// configured schedule (which tests shorten).
+    init(session: SessionState, delegate: Delegate, delivered: Int64, coordinator: TaskCoordinator) {
         self.session = session
         self.delegate = delegate
         self.coordinator = coordinator
+        delivery = DeliveryLifecycle(deliveredThrough: delivered, maxInFlight: delegate.maxInFlight,
+                                     schedule: coordinator.limits.webhookSchedule)
         upcoming = UpcomingEvents(after: delivered)
     }
 
@@ -64,6 +74,26 @@ final class DelegateChannel: @unchecked Sendable {
         }
     }
 
+    /// Delivers to `wanted` from now on. Another delegate (URL, secret, filter or `max_in_flight`)
+    /// starts over after what was delivered, at once rather than after the old one's retry delay.
+    func use(_ wanted: Delegate) {
+        queue.async { [self] in
+            guard wanted != delegate else { return }
+            delegate = wanted
+            generation += 1
+            perform(feed(.delegateReplaced))
+            if delivery.maxInFlight != wanted.maxInFlight {
+                // The room for events is fixed in the value; after the replacement nothing is out,
+                // so a new one from the same point is the same delivery with another room.
+                delivery = DeliveryLifecycle(deliveredThrough: delivery.deliveredThrough, maxInFlight: wanted.maxInFlight,
+                                             schedule: delivery.schedule)
+            }
+            outstanding = [:]
+            upcoming = UpcomingEvents(after: delivery.deliveredThrough)
+            pump()
+        }
+    }
+
     /// Stores what is not stored yet, now (at shutdown, while the store is open).
     func saveNow() {
         queue.sync { if saveScheduled { save() } }
@@ -88,80 +118,100 @@ final class DelegateChannel: @unchecked Sendable {
         }
     }
 
+    /// Offers the lifecycle events while it wants them; those the delegate does not want are
+    /// skipped, which counts them as delivered.
     private func pump() {
-        guard !stopped, !inFlight, !waitingForRetry else { return }
-        if current == nil { current = nextWanted() }
-        if let current { send(current) }
+        guard !stopped else { return }
+        while delivery.wantsEvent, let event = nextEvent() {
+            guard delegate.wants(event.type) else {
+                perform(feed(.eventSkipped(seq: event.seq)))
+                continue
+            }
+            outstanding[event.seq] = event
+            perform(feed(.eventAvailable(seq: event.seq)))
+        }
     }
 
-    /// The next event the delegate wants; those it does not want count as delivered.
-    private func nextWanted() -> Event? {
-        var skipped: Int64?
-        defer {
-            if let skipped {
-                coordinator.markDelivered(session, through: skipped)
+    private func nextEvent() -> Event? {
+        if upcoming.needsRead {
+            upcoming.read(coordinator.events(of: session, after: upcoming.known, limit: Self.pageSize), pageSize: Self.pageSize)
+        }
+        return upcoming.take()
+    }
+
+    /// Tells the lifecycle what happened. An event it cannot take where it is would be a slip of
+    /// the channel's: logged, and nothing is done.
+    private func feed(_ event: DeliveryLifecycle.Event) -> [DeliveryLifecycle.Action] {
+        switch delivery.handle(event) {
+        case .perform(let actions):
+            return actions
+        case .invalid(_, let event):
+            coordinator.logger.error("webhook delivery cannot take this here",
+                                     metadata: ["session": .string(session.identifier), "event": .string("\(event)")])
+            return []
+        }
+    }
+
+    private func perform(_ actions: [DeliveryLifecycle.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let seq, let attempt):
+                if let event = outstanding[seq] { send(event, attempt: attempt) }
+            case .scheduleRetry(let seq, let delay):
+                scheduleRetry(seq, after: delay)
+            case .markDelivered(let through):
+                coordinator.markDelivered(session, through: through)
                 noteProgress()
+            case .disable(let reason):
+                outstanding = [:]
+                coordinator.disable(delegate, of: session, because: reason.explanation)
             }
-        }
-        while true {
-            if upcoming.needsRead {
-                upcoming.read(coordinator.events(of: session, after: upcoming.known, limit: Self.pageSize), pageSize: Self.pageSize)
-            }
-            guard let event = upcoming.take() else { return nil }
-            if delegate.wants(event.type) { return event }
-            skipped = event.seq
         }
     }
 
-    private func send(_ event: Event) {
-        inFlight = true
-        attempt += 1
-        let number = attempt
+    private func send(_ event: Event, attempt: Int) {
+        let generation = generation
         coordinator.deliver(event, to: delegate, session: session) { [self] outcome in
-            queue.async { [self] in finished(event, attempt: number, outcome: outcome) }
+            queue.async { [self] in finished(event, attempt: attempt, generation: generation, outcome: outcome) }
         }
     }
 
-    private func finished(_ event: Event, attempt number: Int, outcome: TransferOutcome) {
-        inFlight = false
+    private func finished(_ event: Event, attempt: Int, generation sent: Int, outcome: TransferOutcome) {
         // Stopped because transferd is stopping: no answer either way; the next start sends it.
         guard outcome.stopReason != .shutdown else { return }
-        let schedule = coordinator.limits.webhookSchedule
-        var nextDelay: Double?
-        var disable: String?
+        guard sent == generation else {
+            // Made to a replaced delegate: it is on record, but decides nothing for the current one.
+            return noteProgress(DeliveryAttempt(event, attempt: attempt, outcome: outcome, nextAttemptAt: nil))
+        }
         let status = outcome.failure == nil ? outcome.response?.status : nil
+        let actions: [DeliveryLifecycle.Action]
         if let status, (200..<300).contains(status) {
-            current = nil
-            attempt = 0
-            coordinator.markDelivered(session, through: event.seq)
+            outstanding[event.seq] = nil
+            actions = feed(.attemptSucceeded(seq: event.seq))
         } else if status == 410 {
-            disable = "the delegate answered 410 Gone"
-        } else if number < schedule.count {
+            actions = feed(.gone(seq: event.seq))
+        } else {
             // Jitter (±10 %) keeps many sessions failing at once from retrying in step; a later
             // `Retry-After` (RFC 9110 §10.2.3) wins, up to a day.
-            nextDelay = schedule[number] * Double.random(in: 0.9...1.1)
-            if let retryAfter = outcome.response.flatMap(RetryAfter.seconds) {
-                nextDelay = max(nextDelay!, min(retryAfter, RetryAfter.longest))
-            }
-        } else {
-            disable = "delivery failed \(number) times"
+            actions = feed(.attemptFailed(seq: event.seq, retryAfter: outcome.response.flatMap(RetryAfter.seconds),
+                                          jitter: Double.random(in: 0.9...1.1)))
         }
-        noteProgress(DeliveryAttempt(event, attempt: number, outcome: outcome,
-                                     nextAttemptAt: nextDelay.map { Timestamp.now().adding(seconds: $0) }))
-        if let disable {
-            current = nil
-            attempt = 0
-            coordinator.disable(delegate, of: session, because: disable)
-            return
-        }
-        guard let nextDelay else { return pump() }
-        waitingForRetry = true
+        var retryDelay: Double?
+        for case .scheduleRetry(_, let delay) in actions { retryDelay = delay }
+        noteProgress(DeliveryAttempt(event, attempt: attempt, outcome: outcome,
+                                     nextAttemptAt: retryDelay.map { Timestamp.now().adding(seconds: $0) }))
+        perform(actions)
+        pump()
+    }
+
+    private func scheduleRetry(_ seq: Int64, after delay: Double) {
+        let generation = generation
         let clock = coordinator.clock
         clock.execute { [self] in
-            clock.scheduleTimer(at: MonotonicClock.after(seconds: nextDelay)) { [self] in
+            clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
                 queue.async { [self] in
-                    waitingForRetry = false
-                    pump()
+                    guard !stopped, generation == self.generation else { return }
+                    perform(feed(.timerFired(seq: seq)))
                 }
             }
         }
@@ -174,11 +224,18 @@ final class DelegateChannel: @unchecked Sendable {
     }
 }
 
+extension DeliveryLifecycle.DisableReason {
+    /// Why the delegate was disabled, for the log.
+    var explanation: String {
+        switch self {
+        case .gone: "the delegate answered 410 Gone"
+        case .exhausted(let attempts): "delivery failed \(attempts) times"
+        }
+    }
+}
+
 /// `Retry-After` (RFC 9110 §10.2.3): seconds, or an HTTP-date.
 enum RetryAfter {
-    /// The longest wait a receiver's `Retry-After` can ask for.
-    static let longest: Double = 86_400
-
     static func seconds(_ response: ResponseHead) -> Double? {
         guard let value = response.header("retry-after") else { return nil }
         if let n = Double(value.trimmingCharacters()), n >= 0 { return n }

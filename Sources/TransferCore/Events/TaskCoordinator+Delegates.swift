@@ -5,18 +5,28 @@ import TransferStore
 
 /// Delegate delivery: the coordinator's side of `DelegateChannel`.
 extension TaskCoordinator {
-    /// Starts, keeps or stops a session's delivery channel to match its delegate. A delegate set
-    /// anew (another URL, secret or filter, or enabled again) gets a new channel, which sends at
-    /// once what is due rather than waiting out the old one's retry delay.
+    /// Starts, updates or stops a session's delivery channel to match its delegate. A session has
+    /// one channel while it has an enabled delegate; a delegate set anew (another URL, secret or
+    /// filter) is handed to it, and one enabled again gets a new channel.
     func updateDelegateChannel(_ session: SessionState) {
         let (start, stop): (DelegateChannel?, DelegateChannel?) = session.locked {
             let wanted = session.delegate.flatMap { $0.disabled ? nil : $0 }
-            if let current = session.channel, current.delegate == wanted { return (nil, nil) }
-            let old = session.channel
-            session.channel = wanted.map {
-                DelegateChannel(session: session, delegate: $0, delivered: session.deliveredThrough, coordinator: self)
+            switch (session.channel, wanted) {
+            case (let channel?, let wanted?):
+                // Under the lock, so that the channel is handed delegates in the order they were set.
+                channel.use(wanted)
+                return (nil, nil)
+            case (let channel?, nil):
+                session.channel = nil
+                return (nil, channel)
+            case (nil, let wanted?):
+                let channel = DelegateChannel(session: session, delegate: wanted, delivered: session.deliveredThrough,
+                                              coordinator: self)
+                session.channel = channel
+                return (channel, nil)
+            case (nil, nil):
+                return (nil, nil)
             }
-            return (session.channel, old)
         }
         stop?.stop()
         start?.start()

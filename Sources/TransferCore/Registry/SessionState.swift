@@ -1,4 +1,5 @@
 import JSON
+import Lifecycles
 import Reactor
 import TransferModel
 
@@ -14,14 +15,12 @@ package final class SessionState: @unchecked Sendable {
     package var configuration: SessionConfiguration
     /// The configuration as the client gave it, stored so a restart re-validates the same input.
     var configurationJSON: JSONValue
-    package var lifecycle: SessionLifecycle = .active
-    var invalidateMode: InvalidateMode?
+    /// Active, invalidating or invalidated, and the invalidate mode asked for: the coordinator
+    /// reports what happens to it and performs what it answers.
+    package var lifecycle = SessionLifecycle()
     /// When it became invalidated (at start, for one invalidated before): the retention period
     /// counts from here.
     var invalidatedAt: Timestamp?
-    /// The invalidation is being stored with its `session.invalidated` event; `lifecycle` says
-    /// `invalidated` once both are committed, so a client that sees the state finds the event.
-    var invalidationStoring = false
     package private(set) var tasks: [String: TaskEntry] = [:]
     /// Idempotency key → task id, for the tasks in memory.
     private var idempotencyIndex: [String: String] = [:]
@@ -88,8 +87,6 @@ package final class SessionState: @unchecked Sendable {
 
     /// Tasks that keep the session busy: running or being cancelled (lock held).
     var busyCount: Int { (counts[.running] ?? 0) + (counts[.canceling] ?? 0) }
-
-    package enum InvalidateMode: String, Sendable { case finish, cancel }
 
     init(identifier: String, mode: SessionMode, configuration: SessionConfiguration, configurationJSON: JSONValue,
          createdAt: Timestamp)

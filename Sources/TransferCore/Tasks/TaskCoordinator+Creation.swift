@@ -70,8 +70,9 @@ extension TaskCoordinator {
     {
         let now = Timestamp.now()
         let reservation: Reservation = session.locked {
-            guard session.lifecycle == .active else {
-                return .refused(Refusal(.conflict, "session_invalidated", "session \(session.identifier) is invalidated; it takes no new tasks"))
+            if let refusal = TaskCoordinator.refusal(lifecycleActions(session, .createTasks),
+                                                     "session \(session.identifier) is invalidated; it takes no new tasks") {
+                return .refused(refusal)
             }
             if let idempotency {
                 if let existing = session.task(withIdempotencyKey: idempotency.key), !existing.lifecycle.isDeleted {

@@ -22,10 +22,10 @@ extension TaskCoordinator {
             }
             let session = SessionState(identifier: row.identifier, mode: mode, configuration: configuration,
                                        configurationJSON: json, createdAt: Timestamp(milliseconds: row.createdAt))
-            session.lifecycle = SessionLifecycle(rawValue: row.lifecycle) ?? .active
-            session.invalidateMode = row.invalidateMode.flatMap(SessionState.InvalidateMode.init(rawValue:))
+            session.lifecycle = SessionLifecycle(restoring: SessionLifecycle.Status(rawValue: row.lifecycle) ?? .active,
+                                                 mode: row.invalidateMode.flatMap(SessionLifecycle.InvalidateMode.init(rawValue:)))
             session.delegate = row.delegate.flatMap(Delegate.init(stored:))
-            if session.lifecycle == .invalidated { session.invalidatedAt = Timestamp.now() }
+            if session.lifecycle.status == .invalidated { session.invalidatedAt = Timestamp.now() }
             session.nextEventSeq = row.lastEventSeq + 1
             session.ackedThrough = row.ackedThrough
             session.deliveredThrough = row.deliveredThrough

@@ -1,5 +1,7 @@
 import Glibc
 import JSON
+import Lifecycles
+import Reactor
 import TransferEngine
 import TransferModel
 import TransferStore
@@ -35,16 +37,16 @@ extension TaskCoordinator {
                     completion: @escaping @Sendable (Result<(SessionState, created: Bool, secret: String?), Refusal>) -> Void)
     {
         if let existing = registry.session(identifier) {
-            let lifecycle = existing.locked { existing.lifecycle }
-            if lifecycle == .invalidated {
+            let actions = existing.locked { lifecycleActions(existing, .reattach) }
+            if actions?.contains(.createAnew) == true {
                 return remove(existing) { [self] in putSession(identifier, request, completion: completion) }
             }
             guard existing.mode == request.mode else {
                 return completion(.failure(Refusal(.conflict, "mode_conflict",
                     "session \(identifier) exists with mode \(existing.mode.rawValue); it cannot be re-attached as \(request.mode.rawValue)")))
             }
-            guard lifecycle == .active else {
-                return completion(.failure(Refusal(.conflict, "session_invalidated", "session \(identifier) is being invalidated")))
+            if let refusal = TaskCoordinator.refusal(actions, "session \(identifier) is being invalidated") {
+                return completion(.failure(refusal))
             }
             let (row, secret) = existing.locked { () -> (StoredSession, String?) in
                 existing.configuration = request.configuration
@@ -103,27 +105,37 @@ extension TaskCoordinator {
         json.value(session.configurationJSON)
         return StoredSession(identifier: session.identifier, mode: session.mode.rawValue,
                              configuration: String(decoding: json.bytes, as: UTF8.self), delegate: session.delegate?.stored,
-                             lifecycle: session.lifecycle.rawValue, invalidateMode: session.invalidateMode?.rawValue,
+                             lifecycle: session.lifecycle.status.rawValue, invalidateMode: session.lifecycle.invalidateMode?.rawValue,
                              createdAt: session.createdAt.milliseconds)
     }
 
     /// `DELETE /v1/sessions/{identifier}`: `finish` lets running tasks complete
     /// (finishTasksAndInvalidate), `cancel` cancels them (invalidateAndCancel). Tasks that were
     /// never started or are suspended cannot finish on their own, so both modes cancel those.
-    package func invalidate(_ session: SessionState, mode: SessionState.InvalidateMode,
+    package func invalidate(_ session: SessionState, mode: SessionLifecycle.InvalidateMode,
                     completion: @escaping @Sendable (Result<Void, Refusal>) -> Void)
     {
-        let (row, toCancel): (StoredSession, [TaskEntry]) = session.locked {
-            if session.lifecycle == .active {
-                session.lifecycle = .invalidating
-                session.invalidateMode = mode
-            } else if mode == .cancel {
-                session.invalidateMode = .cancel
+        let (row, toCancel): (StoredSession?, [TaskEntry]) = session.locked {
+            var row: StoredSession?
+            var cancel: [TaskEntry] = []
+            for action in lifecycleActions(session, .invalidate(mode)) ?? [] {
+                switch action {
+                case .writeSession:
+                    row = storedRow(session)
+                case .cancelTasks(let scope):
+                    cancel = session.tasks.values.filter {
+                        !$0.lifecycle.isDeleted && !$0.record.isCompleted && (scope == .all || $0.record.state == .suspended)
+                    }
+                default:
+                    break
+                }
             }
-            let cancel = session.tasks.values.filter {
-                !$0.lifecycle.isDeleted && !$0.record.isCompleted && (mode == .cancel || $0.record.state == .suspended)
-            }
-            return (storedRow(session), cancel)
+            return (row, cancel)
+        }
+        // Invalidated already, or being stored so: nothing is left to write or cancel.
+        guard let row else {
+            completion(.success(()))
+            return checkInvalidation(session)
         }
         persist(session, [.upsertSession(row)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
@@ -137,30 +149,56 @@ extension TaskCoordinator {
     /// is journaled and it takes nothing new. It stays (readable, its events deliverable) until its
     /// identifier is used again or its events are all acknowledged.
     func checkInvalidation(_ session: SessionState) {
-        let row: StoredSession? = session.locked {
-            guard session.lifecycle == .invalidating, !session.invalidationStoring, session.unfinishedCount == 0,
-                  session.reservedIDs.isEmpty else { return nil }
-            session.invalidationStoring = true
-            var row = storedRow(session)
-            row.lifecycle = SessionLifecycle.invalidated.rawValue
-            return row
+        let actions: [SessionLifecycle.Action] = session.locked {
+            guard session.unfinishedCount == 0, session.reservedIDs.isEmpty else { return [] }
+            return lifecycleActions(session, .tasksSettled) ?? []
         }
-        guard let row else { return }
-        engine.removeSession(session.identifier)
-        persist(session, events: [EventDraft(.sessionInvalidated, task: nil)], [.upsertSession(row)]) { [self] _ in
-            session.locked {
-                session.lifecycle = .invalidated
-                session.invalidatedAt = Timestamp.now()
+        for action in actions {
+            switch action {
+            case .leaveEngine:
+                engine.removeSession(session.identifier)
+            case .writeInvalidated:
+                var row = session.locked { storedRow(session) }
+                row.lifecycle = SessionLifecycle.Status.invalidated.rawValue
+                persist(session, events: [EventDraft(.sessionInvalidated, task: nil)], [.upsertSession(row)]) { [self] _ in
+                    let removing: Bool = session.locked {
+                        session.invalidatedAt = Timestamp.now()
+                        let stored = lifecycleActions(session, .invalidationStored(eventsPending: session.pendingEvents > 0))
+                        return stored?.contains(.remove) == true
+                    }
+                    logger.info("session invalidated", metadata: ["session": .string(session.identifier)])
+                    if removing { remove(session) {} }
+                }
+            default:
+                break
             }
-            logger.info("session invalidated", metadata: ["session": .string(session.identifier)])
-            removeIfSettled(session)
         }
     }
 
     /// An invalidated session whose events have all been acknowledged (or delivered) is removed.
     func removeIfSettled(_ session: SessionState) {
-        let settled = session.locked { session.lifecycle == .invalidated && session.pendingEvents == 0 }
+        let settled = session.locked {
+            session.pendingEvents == 0 && lifecycleActions(session, .eventsAcknowledged)?.contains(.remove) == true
+        }
         if settled { remove(session) {} }
+    }
+
+    /// Tells the session's lifecycle what happened and returns what to do (lock held); nil when it
+    /// cannot take the event where it is. That is only ever late news for a removed session — a
+    /// delivery saved, an acknowledgement, a request that found it just before it went — and
+    /// changes nothing.
+    func lifecycleActions(_ session: SessionState, _ event: SessionLifecycle.Event) -> [SessionLifecycle.Action]? {
+        switch session.lifecycle.handle(event) {
+        case .perform(let actions): actions
+        case .invalid: nil
+        }
+    }
+
+    /// The 409 for a request the session's lifecycle refuses; a removed session refuses too.
+    static func refusal(_ actions: [SessionLifecycle.Action]?, _ message: String) -> Refusal? {
+        guard let actions else { return Refusal(.conflict, SessionLifecycle.Refusal.sessionInvalidated.rawValue, message) }
+        for case .refuse(let refusal) in actions { return Refusal(.conflict, refusal.rawValue, message) }
+        return nil
     }
 
     /// Removes a session for good: rows, events, files, engine state.
