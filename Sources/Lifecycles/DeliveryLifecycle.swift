@@ -7,7 +7,7 @@
 /// Up to `maxInFlight` events are out at once (sent, or waiting to be sent again), each with its
 /// own attempts and backoff. An event delivered before one offered earlier is held until that one
 /// is delivered too: `deliveredThrough` only ever advances over an unbroken run of delivered events.
-public struct DeliveryLifecycle: Sendable, Equatable {
+public struct DeliveryLifecycle: Lifecycle {
     /// Delays before each attempt: the first at once, then growing to a day. An event is tried as
     /// many times as the schedule has entries.
     public static let standardSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
@@ -49,11 +49,7 @@ public struct DeliveryLifecycle: Sendable, Equatable {
         case disable(DisableReason)
     }
 
-    public enum Transition: Sendable, Equatable {
-        case perform([Action])
-        /// The event cannot happen here; the value is unchanged.
-        case invalid(from: DeliveryLifecycle, event: Event)
-    }
+    public typealias Transition = LifecycleTransition<DeliveryLifecycle>
 
     /// One offered event not yet counted in `deliveredThrough`.
     struct Slot: Equatable {

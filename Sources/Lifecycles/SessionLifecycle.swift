@@ -2,7 +2,7 @@
 /// unfinished task completes, then invalidated (its events still readable and deliverable) until
 /// they are all acknowledged or its identifier is used again, when it is removed. The caller
 /// reports what happened (`handle`) and performs the actions in order.
-public struct SessionLifecycle: Sendable, Equatable {
+public struct SessionLifecycle: Lifecycle {
     /// `finishTasksAndInvalidate` and `invalidateAndCancel`.
     public enum InvalidateMode: String, Sendable, Equatable, CaseIterable {
         case finish, cancel
@@ -58,11 +58,7 @@ public struct SessionLifecycle: Sendable, Equatable {
         case createAnew
     }
 
-    public enum Transition: Sendable, Equatable {
-        case perform([Action])
-        /// The event cannot happen here; the value is unchanged.
-        case invalid(from: SessionLifecycle, event: Event)
-    }
+    public typealias Transition = LifecycleTransition<SessionLifecycle>
 
     enum State: Equatable {
         case active

@@ -77,10 +77,5 @@ extension TaskLifecycle {
         case notifyWaiters
     }
 
-    public enum Transition: Sendable, Equatable {
-        /// Done (possibly nothing: a documented no-op).
-        case perform([Action])
-        /// The event cannot happen here; the value is unchanged.
-        case invalid(from: TaskLifecycle, event: Event)
-    }
+    public typealias Transition = LifecycleTransition<TaskLifecycle>
 }

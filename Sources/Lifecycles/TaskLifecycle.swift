@@ -9,7 +9,7 @@
 /// a transfer runs, or an ended attempt is settled, a resume, suspend or cancel is remembered as
 /// the task's *intent* and carried out when the file is let go. That is what keeps two attempts from
 /// ever writing one file.
-public struct TaskLifecycle: Sendable, Equatable {
+public struct TaskLifecycle: Lifecycle {
     /// What the client asked for while the output was held.
     enum Intent: Equatable {
         case run

@@ -258,26 +258,12 @@ struct TaskLifecycleTests {
     }()
 
     @Test func everyStateAgainstEveryEvent() {
-        var pairs = 0
-        for state in Self.states {
-            for event in Self.events {
-                pairs += 1
-                let rows = Self.table.filter { $0.from == state && $0.event == event }
-                #expect(rows.count <= 1, "\(state) + \(event) is listed twice")
-                var machine = TaskLifecycle(state)
-                let before = machine
-                let outcome = machine.handle(event)
-                guard let row = rows.first else {
-                    #expect(outcome == .invalid(from: before, event: event), "\(state) + \(event)")
-                    #expect(machine == before, "an invalid \(event) changed \(state)")
-                    continue
-                }
-                #expect(outcome == .perform(row.actions), "\(state) + \(event)")
-                #expect(machine.current == row.to, "\(state) + \(event)")
-                #expect(machine.attempts == row.attempts, "\(state) + \(event)")
-            }
-        }
-        #expect(pairs == Self.states.count * Self.events.count)
+        let table = TransitionTable<TaskLifecycle, S>(
+            states: Self.states.map { ($0, TaskLifecycle($0)) }, events: Self.events,
+            rows: Self.table.map { row in
+                .init(from: row.from, event: row.event, actions: row.actions) { $0.current == row.to && $0.attempts == row.attempts }
+            })
+        #expect(table.checkEveryPair() == Self.states.count * Self.events.count)
         // Every listed row is one of the pairs enumerated (none names a state or event left out).
         #expect(Self.table.allSatisfy { row in Self.states.contains(row.from) && Self.events.contains(row.event) })
     }
