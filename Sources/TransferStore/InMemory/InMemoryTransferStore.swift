@@ -4,25 +4,36 @@ import TransferEngine
 import TransferModel
 
 /// The store in memory, with the SQLite store's semantics: for sessions whose state need not
-/// survive the process, and for testing the core without a database. A batch is applied to a copy
-/// of the state under the lock and kept only if all of it succeeded (so it costs a copy of what it
-/// changes: fine for the volumes kept in memory); completions run on a queue of their own, in
-/// commit order, as the SQLite store's do.
+/// survive the process (ephemeral sessions), and for testing the core without a database. A batch
+/// is applied under the lock, all or nothing (`InMemoryState.commit`); completions run on a queue
+/// of their own, in commit order, as the SQLite store's do.
 package final class InMemoryTransferStore: TransferStore {
-    private let state = Locked<(value: InMemoryState, closed: Bool)>((InMemoryState(), false))
+    /// What a store that lives only as long as the process may forget, which the SQLite store keeps.
+    package struct Options: Sendable {
+        /// Events acknowledged (and, while the session's delegate is enabled, delivered) are
+        /// dropped: nothing reads them again.
+        package var trimsAcknowledgedEvents: Bool
+        /// Each session keeps its most recent this many webhook attempts; nil keeps them all.
+        package var attemptsKept: Int?
+
+        package init(trimsAcknowledgedEvents: Bool = false, attemptsKept: Int? = nil) {
+            self.trimsAcknowledgedEvents = trimsAcknowledgedEvents
+            self.attemptsKept = attemptsKept
+        }
+    }
+
+    private let state: Locked<(value: InMemoryState, closed: Bool)>
     private let completions = DispatchQueue(label: "transferd.memory-store.completions")
 
-    package init() {}
+    package init(options: Options = Options()) {
+        state = Locked((InMemoryState(options: options), false))
+    }
 
     package func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
         state.withLock { state in
             let result = Result { () throws -> CommitReport in
                 guard !state.closed else { throw StoreError.closed }
-                var next = state.value
-                var report = CommitReport()
-                for change in changes { try next.apply(change, to: &report) }
-                state.value = next
-                return report
+                return try state.value.commit(changes)
             }
             // Queued under the lock, so completions run in commit order.
             completions.async { completion(result) }
@@ -46,7 +57,7 @@ package final class InMemoryTransferStore: TransferStore {
         read { state in
             state.rows.values.map { row in
                 var row = row
-                row.lastEventSeq = state.sessions[row.identifier]?.events.last?.seq ?? 0
+                row.lastEventSeq = state.sessions[row.identifier]?.lastEventSeq ?? 0
                 return row
             }
         }
@@ -101,7 +112,7 @@ package final class InMemoryTransferStore: TransferStore {
     package func events(session: String, after seq: Int64, limit: Int) throws -> [Event] {
         read { state in
             let events = state.sessions[session]?.events ?? []
-            let start = events.firstIndex { $0.seq > seq } ?? events.count
+            let start = InMemoryState.position(after: seq, in: events)
             return Array(events[start..<min(events.count, start + limit)])
         }
     }
@@ -111,7 +122,7 @@ package final class InMemoryTransferStore: TransferStore {
     }
 
     package func attempts(session: String, after position: Int64, limit: Int) throws -> [(position: Int64, attempt: DeliveryAttempt)] {
-        read { $0.attempts.lazy.filter { $0.attempt.session == session && $0.position > position }.prefix(limit).map { $0 } }
+        read { ($0.sessions[session]?.attempts ?? []).lazy.filter { $0.position > position }.prefix(limit).map { $0 } }
     }
 
     // MARK: blobs and cookies
