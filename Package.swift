@@ -88,18 +88,27 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Test support shared by test targets: an origin server on our HTTPServer.
+        .target(name: "TestSupport", dependencies: [
+            "Digests", "HTTPServer", "Reactor",
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Tests/TestSupport"),
+
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "DigestsTests", dependencies: ["Digests"]),
         .testTarget(name: "LifecyclesTests", dependencies: ["Lifecycles"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Reactor"]),
         .testTarget(name: "TransferEngineTests", dependencies: [
-            "TransferEngine", "HTTPServer", "Reactor", "Digests",
+            "TransferEngine", "HTTPServer", "Reactor", "Digests", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "TransferAPITests", dependencies: ["TransferAPI"]),
-        .testTarget(name: "TransferCoreTests", dependencies: ["JSON", "TransferCore", "TransferModel"]),
+        .testTarget(name: "TransferCoreTests", dependencies: [
+            "JSON", "Lifecycles", "Reactor", "TestSupport", "TransferCore", "TransferEngine", "TransferModel", "TransferStore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "TransferStoreTests", dependencies: [
             "JSON", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
         ]),

@@ -1,5 +1,6 @@
 import Glibc
 import Reactor
+import TestSupport
 import Testing
 @testable import TransferEngine
 

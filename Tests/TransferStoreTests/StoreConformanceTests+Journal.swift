@@ -142,4 +142,19 @@ extension StoreConformanceTests {
             #expect(try store.taskExists(session: "s1", id: "b") && store.events(session: "s1", after: 0, limit: 10).count == 1)
         }
     }
+
+    @Test(arguments: StoreKind.allCases) func aBatchOfUpdatesAndOneFailingInsertChangesNothing(kind: StoreKind) throws {
+        try kind.withStore { store in
+            var task = F.task("a", sequence: 1, state: .running)
+            try store.apply([.upsertSession(F.session()), F.insert(task), .insertEvents([F.event(1)])])
+            task.state = .completed
+            // The kind of batch a completion is: an update with its events, one of them a duplicate.
+            let failing: [StoreChange] = [F.update(task), .recordAttempts([F.attempt(1)]), .insertEvents([F.event(2), F.event(1)])]
+            #expect(throws: (any Error).self) { try store.apply(failing) }
+
+            #expect(try store.loadTask(session: "s1", id: "a")?.state == .running)
+            #expect(try store.events(session: "s1", after: 0, limit: 10).map(\.seq) == [1])
+            #expect(try store.attempts(session: "s1", after: 0, limit: 10).isEmpty)
+        }
+    }
 }

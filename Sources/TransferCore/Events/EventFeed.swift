@@ -10,9 +10,9 @@ package final class EventFeed: Sendable {
     private let nextID = Locked<UInt64>(1)
     private let order = Locked(())
 
-    /// Runs `body` alone among callers of `serially`: an ephemeral session numbers, keeps and
-    /// publishes its events inside it, so listeners see them in seq order whatever thread
-    /// produced them. (A durable session's events are ordered by its single writer.)
+    /// Runs `body` alone among callers of `serially`: a session numbers its events and queues them
+    /// to its store inside it, so they reach the store, and then listeners, in seq order whatever
+    /// thread produced them.
     func serially<T>(_ body: () -> T) -> T {
         order.withLock { _ in body() }
     }

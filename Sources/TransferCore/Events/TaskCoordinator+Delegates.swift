@@ -32,12 +32,9 @@ extension TaskCoordinator {
         start?.start()
     }
 
-    /// Journaled events of a session after `seq`, from the store (durable) or memory (ephemeral).
+    /// Journaled events of a session after `seq`, from its store.
     package func events(of session: SessionState, after seq: Int64, limit: Int) -> [Event] {
-        guard session.mode.isDurable, let store else {
-            return session.locked { session.memoryEvents(after: seq, limit: limit) }
-        }
-        return (try? store.events(session: session.identifier, after: seq, limit: limit)) ?? []
+        (try? store(of: session).events(session: session.identifier, after: seq, limit: limit)) ?? []
     }
 
     /// The delegate received everything up to `seq` (or did not want it): that counts as
@@ -46,37 +43,22 @@ extension TaskCoordinator {
         session.locked {
             session.deliveredThrough = max(session.deliveredThrough, seq)
             session.ackedThrough = max(session.ackedThrough, seq)
-            session.trimMemoryJournal()
         }
     }
 
     /// Stores delivery bookkeeping — webhook attempts, for `GET …/deliveries`, and how far
     /// delivery got — in one commit, then removes the session if it was invalidated and is now
-    /// settled. An ephemeral session (nothing of which goes to disk) keeps its most recent
-    /// `memoryDeliveryLimit` attempts in memory.
+    /// settled.
     func saveDeliveries(_ session: SessionState, _ attempts: [DeliveryAttempt]) {
-        let through: Int64 = session.locked {
-            if !session.mode.isDurable {
-                var row = session.memoryDeliveries.last?.row ?? 0
-                for attempt in attempts {
-                    row += 1
-                    session.memoryDeliveries.append((row, attempt))
-                }
-                session.memoryDeliveries.removeFirst(max(0, session.memoryDeliveries.count - TaskCoordinator.memoryDeliveryLimit))
-            }
-            return session.deliveredThrough
-        }
+        let through = session.locked { session.deliveredThrough }
         persist(session, [.recordAttempts(attempts), .setDelivered(session: session.identifier, through: through),
                           .setAcked(session: session.identifier, through: through)]) { [self] _ in removeIfSettled(session) }
     }
-
-    static let memoryDeliveryLimit = 1000
 
     /// `POST …/events/ack`.
     package func acknowledge(_ session: SessionState, through seq: Int64, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
         let acked = session.locked {
             session.ackedThrough = max(session.ackedThrough, min(seq, session.nextEventSeq - 1))
-            session.trimMemoryJournal()
             return session.ackedThrough
         }
         persist(session, [.setAcked(session: session.identifier, through: acked)]) { [self] result in

@@ -43,14 +43,10 @@ extension TaskCoordinator {
     /// `GET …/deliveries`: webhook attempts in the order they were made.
     package func deliveries(_ session: SessionState, after row: Int64, limit: Int) throws(Refusal) -> DeliveryPage {
         var rows: [(Int64, DeliveryAttempt)]
-        if session.mode.isDurable, let store {
-            do {
-                rows = try store.attempts(session: session.identifier, after: row, limit: limit + 1).map { ($0.position, $0.attempt) }
-            } catch {
-                throw Refusal.storeFailure(error)
-            }
-        } else {
-            rows = session.locked { session.memoryDeliveries.lazy.filter { $0.row > row }.prefix(limit + 1).map { ($0.row, $0.attempt) } }
+        do {
+            rows = try store(of: session).attempts(session: session.identifier, after: row, limit: limit + 1).map { ($0.position, $0.attempt) }
+        } catch {
+            throw Refusal.storeFailure(error)
         }
         let more = rows.count > limit
         if more { rows.removeLast() }
@@ -66,13 +62,7 @@ extension TaskCoordinator {
         guard !delegate.disabled else {
             throw Refusal(.conflict, "no_delegate", "the delegate of session \(session.identifier) is disabled (it answered 410 Gone); set it again with PUT")
         }
-        let event: Event?
-        if session.mode.isDurable, let store {
-            event = try? store.event(session: session.identifier, id: eventID)
-        } else {
-            event = session.locked { session.memoryJournal.first { $0.id == eventID } }
-        }
-        guard let event else { throw Refusal.notFound("event \(eventID)") }
+        guard let event = try? store(of: session).event(session: session.identifier, id: eventID) else { throw Refusal.notFound("event \(eventID)") }
         deliver(event, to: delegate, session: session) { [self] outcome in
             guard outcome.stopReason != .shutdown else { return }
             saveDeliveries(session, [DeliveryAttempt(event, attempt: 0, outcome: outcome, nextAttemptAt: nil)])

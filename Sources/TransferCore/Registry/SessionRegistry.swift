@@ -29,6 +29,7 @@ package final class SessionRegistry: @unchecked Sendable {
     }
 
     /// Notes that a durable session's task completed, evicting the oldest completed tasks from memory.
+    /// An ephemeral session's tasks stay: a data task's body is kept only in its entry.
     func noteCompleted(_ session: SessionState, taskID: String) {
         guard session.mode.isDurable else { return }
         let evict: [(SessionState, String)] = completedOrder.withLock { order in

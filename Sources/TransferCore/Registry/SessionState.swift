@@ -36,11 +36,6 @@ package final class SessionState: @unchecked Sendable {
     /// The client acknowledged, or the delegate received, every event up to here.
     package var ackedThrough: Int64 = 0
     var deliveredThrough: Int64 = 0
-    /// An ephemeral session's journal (nothing of it goes to disk); trimmed as events are
-    /// acknowledged and, while it has a delegate, delivered.
-    var memoryJournal: [Event] = []
-    /// An ephemeral session's most recent webhook attempts, numbered like the rows of a durable one's.
-    var memoryDeliveries: [(row: Int64, attempt: DeliveryAttempt)] = []
     /// Listeners to committed events (not guarded: it locks itself).
     package let feed = EventFeed()
     /// Pushes events to the delegate while there is an enabled one.
@@ -52,38 +47,6 @@ package final class SessionState: @unchecked Sendable {
 
     /// Events journaled and not yet acknowledged (lock held).
     package var pendingEvents: Int { Int(max(0, nextEventSeq - 1 - ackedThrough)) }
-
-    /// Drops from an ephemeral session's journal what nobody needs any more: what was
-    /// acknowledged and — while an enabled delegate still has to be sent it — delivered (lock held).
-    func trimMemoryJournal() {
-        let pushing = delegate.map { !$0.disabled } ?? false
-        let through = pushing ? min(ackedThrough, deliveredThrough) : ackedThrough
-        memoryJournal.removeFirst(memoryIndex(after: through))
-    }
-
-    /// Drops from an ephemeral session's journal the events older than `cutoff` (the retention
-    /// period) but the newest, as `StoreChange.deleteEventsOlder` does for a durable one's: events no
-    /// client acknowledged would otherwise be kept as long as the process runs (lock held).
-    func dropMemoryEvents(before cutoff: Timestamp) {
-        let old = memoryJournal.prefix { $0.at < cutoff }.count
-        memoryJournal.removeFirst(min(old, max(0, memoryJournal.count - 1)))
-    }
-
-    /// An ephemeral session's events after `seq`, at most `limit` (lock held).
-    func memoryEvents(after seq: Int64, limit: Int) -> [Event] {
-        let start = memoryIndex(after: seq)
-        return Array(memoryJournal[start..<min(memoryJournal.count, start + limit)])
-    }
-
-    /// Where the events after `seq` begin in the journal, which is in seq order (lock held).
-    private func memoryIndex(after seq: Int64) -> Int {
-        var low = 0, high = memoryJournal.count
-        while low < high {
-            let middle = (low + high) / 2
-            if memoryJournal[middle].seq <= seq { low = middle + 1 } else { high = middle }
-        }
-        return low
-    }
 
     /// Tasks that keep the session busy: running or being cancelled (lock held).
     var busyCount: Int { (counts[.running] ?? 0) + (counts[.canceling] ?? 0) }

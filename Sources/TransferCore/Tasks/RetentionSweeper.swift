@@ -28,18 +28,13 @@ package final class RetentionSweeper: Sendable {
         }
     }
 
-    /// Completed tasks past the period: durable ones found in the store, ephemeral ones in memory.
+    /// Completed tasks past the period, as the stores find them.
     private func sweepTasks(before cutoff: Timestamp) {
-        let stored = (try? coordinator.store?.completedBefore(cutoff, limit: 1000)) ?? []
-        for record in stored {
-            guard let session = coordinator.registry.session(record.session) else { continue }
-            coordinator.forget(session, record.id) { _ in }
-        }
-        for session in coordinator.registry.all where !session.mode.isDurable {
-            let old = session.locked {
-                session.tasks.values.filter { $0.record.completedAt.map { $0 < cutoff } ?? false }.map(\.record.id)
+        for store in coordinator.stores {
+            for record in (try? store.completedBefore(cutoff, limit: 1000)) ?? [] {
+                guard let session = coordinator.registry.session(record.session) else { continue }
+                coordinator.forget(session, record.id) { _ in }
             }
-            for id in old { coordinator.forget(session, id) { _ in } }
         }
     }
 
@@ -47,11 +42,8 @@ package final class RetentionSweeper: Sendable {
     func sweep() {
         let cutoff = Timestamp.now().adding(seconds: -retention)
         sweepTasks(before: cutoff)
-        if let store = coordinator.store {
+        for store in coordinator.stores {
             store.commit([.deleteEventsOlder(than: cutoff, limit: 10_000)]) { _ in }
-        }
-        for session in coordinator.registry.all where !session.mode.isDurable {
-            session.locked { session.dropMemoryEvents(before: cutoff) }
         }
         for session in coordinator.registry.all where session.locked({ session.invalidatedAt.map { $0 < cutoff } ?? false }) {
             coordinator.remove(session) {}

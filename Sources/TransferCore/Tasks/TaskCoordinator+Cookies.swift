@@ -5,7 +5,6 @@ import TransferEngine
 /// later than its completion), on reset and on flush.
 extension TaskCoordinator: CookieStorage {
     package func save(_ cookies: [Cookie], session: String, done: @escaping @Sendable () -> Void) {
-        guard let store else { return done() }
         store.commit([.replaceCookies(session: session, cookies)]) { [logger] result in
             if case .failure(let error) = result {
                 logger.error("cannot store a session's cookies", metadata: ["session": .string(session), "error": "\(error)"])

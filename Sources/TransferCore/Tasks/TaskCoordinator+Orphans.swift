@@ -49,7 +49,7 @@ extension TaskCoordinator {
             return (try? record(session, id))?.error?.resumeData != nil
         }
         if session.locked({ session.tasks[name] }) != nil { return true }
-        return (try? store?.taskExists(session: session.identifier, id: name)) ?? true
+        return (try? store.taskExists(session: session.identifier, id: name)) ?? true
     }
 
     /// The temporary names beside destinations that unfinished tasks write (all are in memory).

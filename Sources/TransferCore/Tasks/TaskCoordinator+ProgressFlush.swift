@@ -18,7 +18,6 @@ extension TaskCoordinator {
     }
 
     func flushProgress() {
-        guard let store else { return }
         var rows: [ProgressUpdate] = []
         for session in registry.all where session.mode.isDurable {
             session.locked {

@@ -8,7 +8,6 @@ extension TaskCoordinator {
     /// disk until asked for), and each unfinished task is treated as its session's mode says:
     /// a background task continues, a default one completes with `interrupted`.
     package func recover() throws {
-        guard let store else { return }
         let recoveryStarted = Timestamp.now()
         let rows = try store.loadSessions()
         let summaries = try store.loadSessionSummaries(rows.map(\.identifier))

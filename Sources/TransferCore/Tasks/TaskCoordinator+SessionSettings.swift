@@ -18,7 +18,7 @@ extension TaskCoordinator {
     /// starts it empty. A durable session's jar is written to the store when it changes.
     func configureEngine(_ session: SessionState, settings: SessionSettings, cookies: [Cookie]?) {
         engine.configure(session: session.identifier, settings: settings,
-                         cookieStorage: session.mode.isDurable && store != nil ? self : nil, cookies: cookies)
+                         cookieStorage: session.mode.isDurable ? self : nil, cookies: cookies)
     }
 
     /// At start, for a session loaded from the store: its stored cookies, and its TLS files read
@@ -39,7 +39,7 @@ extension TaskCoordinator {
         }
         var cookies: [Cookie] = []
         do {
-            cookies = try store?.loadCookies(session: session.identifier) ?? []
+            cookies = try store.loadCookies(session: session.identifier)
         } catch {
             logger.error("cannot load a session's cookies", metadata: ["session": .string(session.identifier), "error": "\(error)"])
         }

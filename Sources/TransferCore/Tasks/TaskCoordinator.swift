@@ -13,7 +13,13 @@ import TransferStore
 /// becomes visible in memory (and before the reply), so nothing a client was told is lost by a crash.
 package final class TaskCoordinator: @unchecked Sendable {
     package let registry = SessionRegistry()
-    let store: (any TransferStore)?
+    /// Where durable sessions are kept (SQLite, in the service).
+    let store: any TransferStore
+    /// Where ephemeral sessions are kept: nothing of them reaches the disk, and what no one will
+    /// read again goes — events acknowledged (and delivered, while a delegate waits for them),
+    /// webhook attempts beyond each session's latest 1,000.
+    let ephemeralStore = InMemoryTransferStore(options: InMemoryTransferStore.Options(trimsAcknowledgedEvents: true,
+                                                                                      attemptsKept: 1000))
     package let blobs: BlobStore?
     package let engine: TransferEngine
     let layout: DataLayout
@@ -43,7 +49,7 @@ package final class TaskCoordinator: @unchecked Sendable {
         }
     }
 
-    package init(store: (any TransferStore)?, blobs: BlobStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots,
+    package init(store: any TransferStore, blobs: BlobStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots,
          limits: Limits, resumeKey: [UInt8], logger: Logger)
     {
         self.resumeKey = resumeKey
@@ -66,22 +72,22 @@ package final class TaskCoordinator: @unchecked Sendable {
 
     // MARK: persistence
 
-    /// Commits `changes` for a durable session, with `events` journaled in the same batch, then
-    /// `then`; the events reach listeners once committed. For an ephemeral
-    /// session nothing is written: the events join its in-memory journal and `then` runs at once.
-    /// Events a running transfer of `entry` reported and that were not stored yet go first: they
-    /// are taken where they are numbered, so a flush and a completion cannot swap them.
+    /// The store that keeps `session`: its mode decides.
+    func store(of session: SessionState) -> any TransferStore {
+        session.mode.isDurable ? store : ephemeralStore
+    }
+
+    /// The stores, for what concerns every session (retention).
+    var stores: [any TransferStore] { [store, ephemeralStore] }
+
+    /// Commits `changes` to the session's store, with `events` journaled in the same batch, then
+    /// `then`; the events reach listeners once committed. Events a running transfer of `entry`
+    /// reported and that were not stored yet go first: they are taken where they are numbered,
+    /// so a flush and a completion cannot swap them.
     func persist(_ session: SessionState, events drafts: [EventDraft] = [], reportedBy entry: TaskEntry? = nil,
                  _ changes: [StoreChange], then: @escaping @Sendable (Result<CommitReport, Error>) -> Void)
     {
-        guard session.mode.isDurable, let store else {
-            session.feed.serially {
-                let events = journal(drafts, reportedBy: entry, in: session)
-                session.locked { session.memoryJournal.append(contentsOf: events) }
-                session.feed.publish(events)
-            }
-            return then(.success(CommitReport()))
-        }
+        let store = store(of: session)
         // Numbering and queueing together, so seqs reach the store in order; it commits and
         // answers in that order.
         session.feed.serially {
@@ -176,13 +182,13 @@ package final class TaskCoordinator: @unchecked Sendable {
         return session
     }
 
-    /// The task's current record: from memory, or for a durable session's completed task that was
-    /// dropped from memory, from the store.
+    /// The task's current record: from memory, or for a completed task that was dropped from
+    /// memory, from the store.
     package func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
         if let snapshot = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }) {
             return snapshot
         }
-        if session.mode.isDurable, let store, let stored = try? store.loadTask(session: session.identifier, id: id) {
+        if let stored = try? store(of: session).loadTask(session: session.identifier, id: id) {
             return stored
         }
         throw Refusal.notFound("task \(id)")

@@ -1,8 +1,8 @@
 import TransferEngine
 import TransferModel
 
-/// Everything an `InMemoryTransferStore` holds, as one value: a batch is applied to a copy and
-/// the copy kept only if every change succeeded, which is what makes a batch atomic.
+/// Everything an `InMemoryTransferStore` holds, as one value, so that a batch can be applied to a
+/// copy kept only if every change succeeded (see `commit`, which avoids the copy where it can).
 struct InMemoryState {
     /// What a session owns, kept apart from its row: as in the SQLite schema, tasks and events
     /// do not require the row to exist.
@@ -13,18 +13,39 @@ struct InMemoryState {
         var sequences: Set<Int64> = []
         /// In seq order.
         var events: [Event] = []
+        /// The highest seq journaled, kept when its event is trimmed: numbering continues after it.
+        var lastEventSeq: Int64 = 0
         var cookies: [Cookie] = []
+        /// Webhook attempts in the order recorded, each with its position.
+        var attempts: [(position: Int64, attempt: DeliveryAttempt)] = []
+
+        mutating func add(_ task: TaskRecord) {
+            tasks[task.id] = task
+            sequences.insert(task.sequence)
+            if let key = task.idempotencyKey { keys[key] = task.id }
+        }
+
+        /// Adds an event in seq order (in place: the journal is not copied).
+        mutating func journal(_ event: Event) {
+            lastEventSeq = max(lastEventSeq, event.seq)
+            events.insert(event, at: InMemoryState.position(after: event.seq, in: events))
+        }
     }
 
+    let options: InMemoryTransferStore.Options
     var rows: [String: StoredSession] = [:]
     var sessions: [String: SessionData] = [:]
     var eventIDs: Set<String> = []
-    /// In the order recorded, each with its position.
-    var attempts: [(position: Int64, attempt: DeliveryAttempt)] = []
+    /// The position of the latest attempt recorded, in any session.
     var lastPosition: Int64 = 0
     var blobs: [String: Blob] = [:]
 
-    mutating func apply(_ change: StoreChange, to report: inout CommitReport) throws {
+    init(options: InMemoryTransferStore.Options) {
+        self.options = options
+    }
+
+    /// Applies one change that `check` passed.
+    mutating func apply(_ change: StoreChange, to report: inout CommitReport) {
         switch change {
         case .upsertSession(let row):
             var stored = rows[row.identifier] ?? StoredSession(identifier: row.identifier, mode: "", configuration: "",
@@ -35,10 +56,11 @@ struct InMemoryState {
             stored.lifecycle = row.lifecycle
             stored.invalidateMode = row.invalidateMode
             rows[row.identifier] = stored
+            trimAcknowledgedEvents(of: row.identifier)
         case .deleteSession(let identifier):
             report.removedBlobs += deleteSession(identifier)
         case .insertTasks(let tasks, _):
-            try insert(tasks)
+            for task in tasks { sessions[task.session, default: SessionData()].add(task) }
         case .updateTask(let task, _):
             guard sessions[task.session]?.tasks[task.id] != nil else { return }
             sessions[task.session]!.tasks[task.id] = task
@@ -68,22 +90,23 @@ struct InMemoryState {
             if let key = removed.idempotencyKey { sessions[session]!.keys[key] = nil }
             sessions[session]!.sequences.remove(removed.sequence)
         case .insertEvents(let events):
-            try insert(events)
-        case .recordAttempts(let attempts):
-            for attempt in attempts {
-                lastPosition += 1
-                self.attempts.append((lastPosition, attempt))
+            for event in events {
+                eventIDs.insert(event.id)
+                sessions[event.session, default: SessionData()].journal(event)
             }
+        case .recordAttempts(let attempts):
+            record(attempts)
         case .setDelivered(let session, let seq):
             guard let row = rows[session] else { return }
             rows[session]!.deliveredThrough = max(row.deliveredThrough, seq)
+            trimAcknowledgedEvents(of: session)
         case .setAcked(let session, let seq):
             guard let row = rows[session] else { return }
             rows[session]!.ackedThrough = max(row.ackedThrough, seq)
+            trimAcknowledgedEvents(of: session)
         case .deleteEventsOlder(let cutoff, let limit):
             deleteEvents(olderThan: cutoff, limit: limit)
         case .insertBlob(let blob):
-            guard blobs[blob.id] == nil else { throw StoreError.rejected("blob \(blob.id) exists") }
             blobs[blob.id] = blob
         case .deleteBlob(let id):
             blobs[id] = nil
@@ -93,49 +116,11 @@ struct InMemoryState {
         }
     }
 
-    private mutating func insert(_ tasks: [TaskRecord]) throws {
-        // Checked against the stored tasks before any is added, so a clash is reported with the
-        // stored task, as a store that inserts and undoes would find it.
-        for task in tasks {
-            let stored = sessions[task.session]
-            if let existing = stored?.tasks[task.id] ?? task.idempotencyKey.flatMap({ stored?.keys[$0] }).flatMap({ stored?.tasks[$0] }) {
-                throw StoreError.conflict(existing: existing)
-            }
-        }
-        for task in tasks {
-            var session = sessions[task.session] ?? SessionData()
-            guard session.tasks[task.id] == nil, !session.sequences.contains(task.sequence),
-                  task.idempotencyKey.map({ session.keys[$0] == nil }) ?? true
-            else { throw StoreError.rejected("task \(task.session)/\(task.id) clashes with another of its batch") }
-            session.tasks[task.id] = task
-            session.sequences.insert(task.sequence)
-            if let key = task.idempotencyKey { session.keys[key] = task.id }
-            sessions[task.session] = session
-        }
-    }
-
-    private mutating func insert(_ events: [Event]) throws {
-        for event in events {
-            var session = sessions[event.session] ?? SessionData()
-            guard !eventIDs.contains(event.id), !session.events.contains(where: { $0.seq == event.seq }) else {
-                throw StoreError.rejected("event \(event.session)/\(event.seq) exists")
-            }
-            eventIDs.insert(event.id)
-            if let last = session.events.last, last.seq > event.seq {
-                session.events.insert(event, at: session.events.firstIndex { $0.seq > event.seq }!)
-            } else {
-                session.events.append(event)
-            }
-            sessions[event.session] = session
-        }
-    }
-
     private mutating func deleteSession(_ identifier: String) -> [String] {
         if let removed = sessions.removeValue(forKey: identifier) {
             for event in removed.events { eventIDs.remove(event.id) }
         }
         rows[identifier] = nil
-        attempts.removeAll { $0.attempt.session == identifier }
         let owned = blobs.values.filter { $0.owner?.hasPrefix(identifier + "/") ?? false }.map(\.id)
         for id in owned { blobs[id] = nil }
         return owned
@@ -152,6 +137,42 @@ struct InMemoryState {
             sessions[identifier]!.events.removeFirst(old)
             budget -= old
         }
-        attempts.removeAll { $0.attempt.at < cutoff }
+        for identifier in sessions.keys { sessions[identifier]!.attempts.removeAll { $0.attempt.at < cutoff } }
+    }
+
+    /// Where the events after `seq` begin in a journal in seq order.
+    static func position(after seq: Int64, in events: [Event]) -> Int {
+        var low = 0, high = events.count
+        while low < high {
+            let middle = (low + high) / 2
+            if events[middle].seq <= seq { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// Appends attempts to their sessions' lists, each session keeping its most recent
+    /// `options.attemptsKept` when that is set.
+    private mutating func record(_ attempts: [DeliveryAttempt]) {
+        for attempt in attempts {
+            lastPosition += 1
+            sessions[attempt.session, default: SessionData()].attempts.append((lastPosition, attempt))
+        }
+        guard let kept = options.attemptsKept else { return }
+        for identifier in Set(attempts.map(\.session)) {
+            let excess = sessions[identifier]!.attempts.count - kept
+            if excess > 0 { sessions[identifier]!.attempts.removeFirst(excess) }
+        }
+    }
+
+    /// With `options.trimsAcknowledgedEvents`, drops the session's events nobody needs any more:
+    /// those acknowledged and — while an enabled delegate still has to be sent them — delivered.
+    private mutating func trimAcknowledgedEvents(of identifier: String) {
+        guard options.trimsAcknowledgedEvents, let row = rows[identifier], let events = sessions[identifier]?.events else { return }
+        let pushing = row.delegate.flatMap(Delegate.init(stored:)).map { !$0.disabled } ?? false
+        let through = pushing ? min(row.ackedThrough, row.deliveredThrough) : row.ackedThrough
+        let trimmed = events.prefix { $0.seq <= through }.count
+        guard trimmed > 0 else { return }
+        for event in events.prefix(trimmed) { eventIDs.remove(event.id) }
+        sessions[identifier]!.events.removeFirst(trimmed)
     }
 }

@@ -4,37 +4,48 @@ import TransferEngine
 import TransferModel
 
 /// The store in memory, with the SQLite store's semantics: for sessions whose state need not
-/// survive the process, and for testing the core without a database. A batch is applied to a copy
-/// of the state under the lock and kept only if all of it succeeded (so it costs a copy of what it
-/// changes: fine for the volumes kept in memory); completions run on a queue of their own, in
-/// commit order, as the SQLite store's do.
-final class InMemoryTransferStore: TransferStore {
-    private let state = Locked<(value: InMemoryState, closed: Bool)>((InMemoryState(), false))
+/// survive the process (ephemeral sessions), and for testing the core without a database. A batch
+/// is applied under the lock, all or nothing (`InMemoryState.commit`); completions run on a queue
+/// of their own, in commit order, as the SQLite store's do.
+package final class InMemoryTransferStore: TransferStore {
+    /// What a store that lives only as long as the process may forget, which the SQLite store keeps.
+    package struct Options: Sendable {
+        /// Events acknowledged (and, while the session's delegate is enabled, delivered) are
+        /// dropped: nothing reads them again.
+        package var trimsAcknowledgedEvents: Bool
+        /// Each session keeps its most recent this many webhook attempts; nil keeps them all.
+        package var attemptsKept: Int?
+
+        package init(trimsAcknowledgedEvents: Bool = false, attemptsKept: Int? = nil) {
+            self.trimsAcknowledgedEvents = trimsAcknowledgedEvents
+            self.attemptsKept = attemptsKept
+        }
+    }
+
+    private let state: Locked<(value: InMemoryState, closed: Bool)>
     private let completions = DispatchQueue(label: "transferd.memory-store.completions")
 
-    init() {}
+    package init(options: Options = Options()) {
+        state = Locked((InMemoryState(options: options), false))
+    }
 
-    func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
+    package func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
         state.withLock { state in
             let result = Result { () throws -> CommitReport in
                 guard !state.closed else { throw StoreError.closed }
-                var next = state.value
-                var report = CommitReport()
-                for change in changes { try next.apply(change, to: &report) }
-                state.value = next
-                return report
+                return try state.value.commit(changes)
             }
             // Queued under the lock, so completions run in commit order.
             completions.async { completion(result) }
         }
     }
 
-    func close() {
+    package func close() {
         state.withLock { $0.closed = true }
         completions.sync {}
     }
 
-    func isReadable() -> Bool { true }
+    package func isReadable() -> Bool { true }
 
     private func read<T>(_ body: (InMemoryState) throws -> T) rethrows -> T {
         try state.withLock { try body($0.value) }
@@ -42,17 +53,17 @@ final class InMemoryTransferStore: TransferStore {
 
     // MARK: sessions
 
-    func loadSessions() throws -> [StoredSession] {
+    package func loadSessions() throws -> [StoredSession] {
         read { state in
             state.rows.values.map { row in
                 var row = row
-                row.lastEventSeq = state.sessions[row.identifier]?.events.last?.seq ?? 0
+                row.lastEventSeq = state.sessions[row.identifier]?.lastEventSeq ?? 0
                 return row
             }
         }
     }
 
-    func loadSessionSummaries(_ sessions: [String]) throws -> [String: SessionSummary] {
+    package func loadSessionSummaries(_ sessions: [String]) throws -> [String: SessionSummary] {
         read { state in
             var result: [String: SessionSummary] = [:]
             for session in sessions {
@@ -67,19 +78,19 @@ final class InMemoryTransferStore: TransferStore {
 
     // MARK: tasks
 
-    func loadUnfinishedTasks() throws -> [TaskRecord] {
+    package func loadUnfinishedTasks() throws -> [TaskRecord] {
         read { $0.sessions.values.flatMap { $0.tasks.values.filter { !$0.isCompleted } } }
     }
 
-    func loadTask(session: String, id: String) throws -> TaskRecord? {
+    package func loadTask(session: String, id: String) throws -> TaskRecord? {
         read { $0.sessions[session]?.tasks[id] }
     }
 
-    func taskExists(session: String, id: String) throws -> Bool {
+    package func taskExists(session: String, id: String) throws -> Bool {
         read { $0.sessions[session]?.tasks[id] != nil }
     }
 
-    func listTasks(session: String, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int) throws -> [TaskRecord] {
+    package func listTasks(session: String, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int) throws -> [TaskRecord] {
         read {
             ($0.sessions[session]?.tasks.values ?? [:].values)
                 .filter { $0.sequence > after && (state == nil || $0.state == state) && (kind == nil || $0.kind == kind) }
@@ -88,7 +99,7 @@ final class InMemoryTransferStore: TransferStore {
         }
     }
 
-    func completedBefore(_ cutoff: Timestamp, limit: Int) throws -> [TaskRecord] {
+    package func completedBefore(_ cutoff: Timestamp, limit: Int) throws -> [TaskRecord] {
         read {
             $0.sessions.values.flatMap { $0.tasks.values.filter { $0.completedAt.map { $0 < cutoff } ?? false } }
                 .sorted { $0.completedAt! < $1.completedAt! }
@@ -98,27 +109,27 @@ final class InMemoryTransferStore: TransferStore {
 
     // MARK: events and deliveries
 
-    func events(session: String, after seq: Int64, limit: Int) throws -> [Event] {
+    package func events(session: String, after seq: Int64, limit: Int) throws -> [Event] {
         read { state in
             let events = state.sessions[session]?.events ?? []
-            let start = events.firstIndex { $0.seq > seq } ?? events.count
+            let start = InMemoryState.position(after: seq, in: events)
             return Array(events[start..<min(events.count, start + limit)])
         }
     }
 
-    func event(session: String, id: String) throws -> Event? {
+    package func event(session: String, id: String) throws -> Event? {
         read { $0.sessions[session]?.events.first { $0.id == id } }
     }
 
-    func attempts(session: String, after position: Int64, limit: Int) throws -> [(position: Int64, attempt: DeliveryAttempt)] {
-        read { $0.attempts.lazy.filter { $0.attempt.session == session && $0.position > position }.prefix(limit).map { $0 } }
+    package func attempts(session: String, after position: Int64, limit: Int) throws -> [(position: Int64, attempt: DeliveryAttempt)] {
+        read { ($0.sessions[session]?.attempts ?? []).lazy.filter { $0.position > position }.prefix(limit).map { $0 } }
     }
 
     // MARK: blobs and cookies
 
-    func blob(_ id: String) throws -> Blob? { read { $0.blobs[id] } }
+    package func blob(_ id: String) throws -> Blob? { read { $0.blobs[id] } }
 
-    func expiredBlobs(before cutoff: Timestamp, limit: Int) throws -> [String] {
+    package func expiredBlobs(before cutoff: Timestamp, limit: Int) throws -> [String] {
         read {
             $0.blobs.values.filter { $0.owner == nil && $0.createdAt < cutoff }
                 .sorted { $0.createdAt < $1.createdAt }
@@ -126,7 +137,7 @@ final class InMemoryTransferStore: TransferStore {
         }
     }
 
-    func loadCookies(session: String) throws -> [Cookie] {
+    package func loadCookies(session: String) throws -> [Cookie] {
         let now = Timestamp.now().milliseconds / 1000
         return read { ($0.sessions[session]?.cookies ?? []).filter { $0.expires.map { $0 > now } ?? true } }
     }
