@@ -7,12 +7,12 @@ public enum HMACSHA256 {
     public static func code(for message: [UInt8], key: [UInt8]) -> [UInt8] {
         var mac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
-        let result = key.withUnsafeBytes { k in
+        // HMAC() reads a NULL key as "no key": an empty key is passed as a valid pointer, length 0.
+        let keyStorage = key.isEmpty ? [0] : key
+        let result = keyStorage.withUnsafeBytes { k in
             message.withUnsafeBytes { m in
-                // HMAC() reads a NULL key as "no key"; an empty key is a valid (if weak) HMAC key.
-                var empty: UInt8 = 0
-                return HMAC(EVP_sha256(), k.baseAddress ?? UnsafeRawPointer(&empty), Int32(k.count),
-                            m.baseAddress?.assumingMemoryBound(to: UInt8.self), m.count, &mac, &length)
+                HMAC(EVP_sha256(), k.baseAddress, Int32(key.count),
+                     m.baseAddress?.assumingMemoryBound(to: UInt8.self), m.count, &mac, &length)
             }
         }
         precondition(result != nil, "HMAC-SHA256 is unavailable in libcrypto")

@@ -25,6 +25,8 @@ struct DigestsTests {
         let case6 = HMACSHA256.code(for: Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8),
                                     key: [UInt8](repeating: 0xaa, count: 131))
         #expect(SHA256Stream.hex(case6) == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+        // An empty key is a key (HMAC pads it with zeros), not "no key".
+        #expect(SHA256Stream.hex(HMACSHA256.code(for: [], key: [])) == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
     }
 
     @Test func constantTimeComparison() {
