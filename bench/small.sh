@@ -15,7 +15,7 @@
 #            server refuses that field), and all within 2 s in strict seq order with the default
 #            of one at a time.
 #
-# Phases, each on loopback with nginx serving the same 2,000 files of 16 KiB:
+# Phases (history first), each on loopback with nginx serving the same 2,000 files of 16 KiB:
 #   1. rates and CPU: BENCH_RUNS runs after one warm-up, the four contenders taking turns in a
 #      rotating order (curl; curl then sync; transferd ephemeral; transferd background), each into
 #      an emptied directory after a sync. transferd's CPU is read from /proc/<pid>/stat around
@@ -24,9 +24,16 @@
 #      not timed) for the system calls per task.
 #   2. webhook bursts: 1,000 downloads in one tasks:batch, only task.completed pushed to nginx;
 #      latency from each download's last byte to its webhook's arrival, both from nginx's log.
-#   3. history: a fresh transferd (empty data directory) runs BENCH_SMALL_HISTORY / 2,000 batches
-#      of the same list, each in a new background session; per batch its CPU, the database's size
-#      and transferd's RSS. Files are deleted after each batch is verified; the tasks remain.
+#   3. history (run first): a fresh transferd (empty data directory) runs BENCH_SMALL_HISTORY /
+#      2,000 batches of the same list, each in a new background session; per batch its CPU, the
+#      database's size and transferd's RSS. The files go to BENCH_SMALL_HISTORY_OUT (/dev/shm)
+#      and are deleted after each batch; the tasks remain (the database stays on disk, in the
+#      scratch directory under /tmp). Not on ext4: there, creating files within a minute or more
+#      of deleting others costs several times the kernel CPU (inode allocation skips recently
+#      deleted inodes, `recently_deleted` in ext4's ialloc.c, on a file system without a journal),
+#      so each batch would pay for the deletions of the one before and batch 1 for whatever ran
+#      before the script: that is the file system's history, not transferd's. Phases 1 and 2 then
+#      run in a second fresh transferd, every contender after the same deletions.
 # Every run is verified: outputs of the right size; transferd's tasks completed with the source's
 # size and sha256, a sample of files hashed on disk.
 #
@@ -42,7 +49,8 @@
 #   BENCH_SMALL_STRACE [0]         1: count system calls over one batch
 #   BENCH_SMALL_FLAT [1.2]         tolerance of the flatness check
 #   BENCH_ONLY [rate,hooks,history]
-#   BENCH_OUT [/tmp]               parent of the output directories (same file system for all)
+#   BENCH_OUT [/tmp]               parent of the output directories of phases 1-2 (same for all)
+#   BENCH_SMALL_HISTORY_OUT [/dev/shm]  parent of phase 3's output directory
 #   BENCH_DATA [/tmp/transferd-bench-data]  the source files (small/), generated once and kept
 #   TRANSFERD_BINARY [.build/release/transferd]
 set -euo pipefail
@@ -58,6 +66,7 @@ STRACE=${BENCH_SMALL_STRACE:-0}
 FLAT=${BENCH_SMALL_FLAT:-1.2}
 ONLY=${BENCH_ONLY:-rate,hooks,history}
 OUT_PARENT=${BENCH_OUT:-/tmp}
+HISTORY_PARENT=${BENCH_SMALL_HISTORY_OUT:-/dev/shm}
 DATA=${BENCH_DATA:-/tmp/transferd-bench-data}
 KIB16=16384
 SMALL=(python3 "$PWD/bench/small.py")
@@ -186,16 +195,22 @@ bench_hooks() {
 bench_history() {
   local batches=$(( (HISTORY + FILES - 1) / FILES ))
   log "history: $batches batches of $FILES in a fresh transferd  [load $(cut -d' ' -f1-3 /proc/loadavg)]"
-  stop_transferd
-  rm -rf "${work:?}/data"
-  start_transferd --allow-path "$out"
+  mkdir -p "$HISTORY_PARENT"
+  hout=$(mktemp -d "$HISTORY_PARENT/transferd-bench-small-history.XXXXXX")
+  chmod 755 "$hout"
+  cleanup_paths+=("$hout")
+  log "  outputs in $hout ($(df -T "$hout" | awk 'NR == 2 { print $2 }')), deleted after each batch"
+  start_transferd --allow-path "$hout"
   sleep 1
   db_start=$(( $(stat -c %s "$work/data/transferd.sqlite" 2>/dev/null || echo 0) + \
                $(stat -c %s "$work/data/transferd.sqlite-wal" 2>/dev/null || echo 0) ))
   log "  fresh: database $db_start bytes, RSS $(awk '/VmRSS/ { print $2 }' "/proc/$transferd_pid/status") KiB"
-  "${SMALL[@]}" history --api "$api" --token "$token" --list "$work/list" --dest "$out" --data "$work/data" \
+  "${SMALL[@]}" history --api "$api" --token "$token" --list "$work/list" --dest "$hout" --data "$work/data" \
     --out "$work/history" --pid "$transferd_pid" --batches "$batches" --parallel "$PARALLEL"
   transferd_alive
+  transferd_summary >&2
+  stop_transferd
+  rm -rf "${work:?}/data"
 }
 
 # --- main ----------------------------------------------------------------------------------------
@@ -227,17 +242,19 @@ start_nginx "        root $DATA;
 origin="http://127.0.0.1:$nport"
 wait_for "$origin/small/s0000.bin"
 make_list
-start_transferd --allow-path "$out"
 
-want rate && bench_rate
-want hooks && [ "$HOOKS" -gt 0 ] && bench_hooks
 want history && [ "$HISTORY" -gt 0 ] && bench_history
+if want rate || { want hooks && [ "$HOOKS" -gt 0 ]; }; then
+  start_transferd --allow-path "$out"
+  want rate && bench_rate
+  want hooks && [ "$HOOKS" -gt 0 ] && bench_hooks
+fi
 
 echo
 status=0
 "${SMALL[@]}" report "$work/results" --history "$work/history" --db-start "$db_start" --files "$FILES" \
   --flat "$FLAT" || status=$?
 echo
-transferd_summary
+[ -n "$transferd_pid" ] && transferd_summary
 echo "end:    $(uptime)"
 exit $status
