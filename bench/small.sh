@@ -37,7 +37,7 @@
 # Every run is verified: outputs of the right size; transferd's tasks completed with the source's
 # size and sha256, a sample of files hashed on disk.
 #
-# Usage: bench/small.sh            (about 3-4 minutes with the defaults on 2 cores)
+# Usage: bench/small.sh            (about 2-3 minutes with the defaults on 2 busy cores)
 #        BENCH_SMALL_HISTORY=20000 BENCH_RUNS=2 bench/small.sh    (a quick run)
 #        MALLOC_ARENA_MAX=2 bench/small.sh  (transferd inherits the environment)
 # Environment:
