@@ -286,14 +286,10 @@ def cmd_report(args):
         db, wal = int(history[-1][4]), int(history[-1][5])
         print(f"  database             {(db + wal - args.db_start) / tasks:7.0f} bytes a task "
               f"(SQLite file {db / 1e6:.1f} MB, WAL {wal / 1e6:.1f} MB after {tasks:,} tasks)")
-        print(f"  resident memory      {int(history[-1][6]) / 1024:7.1f} MiB after {tasks:,} completed "
-              f"(anon {int(history[-1][7]) / 1024:.1f} MiB; after batch 1 {int(history[0][6]) / 1024:.1f} MiB: "
-              f"{(int(history[-1][6]) - int(history[0][6])) * 1024 / max(1, tasks - int(history[0][1])):.0f} bytes a task since)")
-        if tasks < 100_000 and len(history) > 1:
-            slope = (int(history[-1][6]) - int(history[0][6])) / (tasks - int(history[0][1]))
-            print(f"                       {(int(history[0][6]) + slope * (100_000 - int(history[0][1]))) / 1024:7.1f} MiB "
-                  f"projected to 100,000 at that rate (the bar is judged only on a measured 100,000)")
         picks = sorted({0, min(9, len(per) - 1), len(per) // 2, len(per) - 1})
+        print(f"  resident memory      {int(history[-1][6]) / 1024:7.1f} MiB after {tasks:,} completed "
+              f"(anon {int(history[-1][7]) / 1024:.1f} MiB); by batch: "
+              + ", ".join(f"#{i + 1} {int(history[i][6]) / 1024:.0f}" for i in picks) + " MiB")
         print("  CPU by batch         " + ", ".join(f"#{i + 1} {per[i]:.3f}" for i in picks) + " ms a task")
     if "strace" in values:
         calls = dict((v[0], int(v[1])) for v in values["strace"])
