@@ -74,8 +74,8 @@ class API:
         return json.loads(self.call(method, path, body, expect))
 
 
-def put_session(api, session, configuration):
-    body = {"mode": "background"}
+def put_session(api, session, configuration, mode="background"):
+    body = {"mode": mode}
     if configuration:
         body["configuration"] = configuration
     api.call("PUT", f"/v1/sessions/{session}", json.dumps(body).encode(), expect=(200, 201))
@@ -170,7 +170,7 @@ def write_cpu(path, before, after):
 def cmd_download(args):
     items = read_list(args.list)
     api = API(args.api, args.token)
-    put_session(api, args.session, json.loads(args.config) if args.config else None)
+    put_session(api, args.session, json.loads(args.config) if args.config else None, args.mode)
     specs = [{"kind": "download", "request": {"url": it["url"]},
               "download": {"destination": f"{args.dest}/{it['name']}"}} for it in items]
     # Bodies are encoded before the clock starts: the client's JSON work is not transferd's time.
@@ -401,6 +401,8 @@ def main():
     d.add_argument("--token", required=True)
     d.add_argument("--session", required=True)
     d.add_argument("--config", help="session configuration, JSON")
+    d.add_argument("--mode", default="background", choices=["background", "default", "ephemeral"],
+                   help="the session's mode")
     d.add_argument("--list", required=True, help="url<TAB>name<TAB>size<TAB>sha256 lines")
     d.add_argument("--dest", required=True, help="directory for the destinations")
     d.add_argument("--sample", type=int, default=8, help="files to sha256 on disk")
