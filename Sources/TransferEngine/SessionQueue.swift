@@ -58,17 +58,21 @@ final class SessionQueue {
     }
 
     func enqueue(_ transfer: Transfer) {
-        let host = transfer.spec.hostKey
-        var list = waitingByHost[host] ?? []
-        // Binary search for the first entry that should come after this one.
+        // In place: a copy taken out of the dictionary would share its buffer with the entry still
+        // there, and the insert would copy (and retain) the whole list — quadratic over a batch of
+        // thousands queued behind one host.
+        SessionQueue.insert(transfer, into: &waitingByHost[transfer.spec.hostKey, default: []])
+        waitingCount += 1
+    }
+
+    /// Inserts at the first place whose entry should come after `transfer` (binary search).
+    private static func insert(_ transfer: Transfer, into list: inout [Transfer]) {
         var lo = 0, hi = list.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if SessionQueue.precedes(list[mid], transfer) { lo = mid + 1 } else { hi = mid }
+            if precedes(list[mid], transfer) { lo = mid + 1 } else { hi = mid }
         }
         list.insert(transfer, at: lo)
-        waitingByHost[host] = list
-        waitingCount += 1
     }
 
     /// The next transfer to start, if the limits allow one: the best head among hosts with room.
@@ -105,9 +109,9 @@ final class SessionQueue {
 
     func removeWaiting(_ handle: TransferHandle) -> Transfer? {
         let host = handle.spec.hostKey
-        guard var list = waitingByHost[host], let i = list.firstIndex(where: { $0.handle === handle }) else { return nil }
-        let transfer = list.remove(at: i)
-        waitingByHost[host] = list.isEmpty ? nil : list
+        guard let i = waitingByHost[host]?.firstIndex(where: { $0.handle === handle }) else { return nil }
+        let transfer = waitingByHost[host]!.remove(at: i)
+        if waitingByHost[host]!.isEmpty { waitingByHost[host] = nil }
         waitingCount -= 1
         return transfer
     }
