@@ -4,16 +4,11 @@ import TransferModel
 
 /// `GET /v1`: what this service is and which API version it speaks. Behind the token like every
 /// `/v1` route, so it doubles as a cheap "is my token accepted?" check.
-package struct APIRoot {
+struct APIRoot {
     let version: String
     let startedAt: Timestamp
 
-    package init(version: String, startedAt: Timestamp) {
-        self.version = version
-        self.startedAt = startedAt
-    }
-
-    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
         // Nothing in it changes while the process runs: encoded once.
         var json = JSONWriter()
         json.beginObject()

@@ -3,16 +3,11 @@ import TransferCore
 import TransferModel
 
 /// `/v1/blobs…`: upload bytes for later upload tasks, read a blob's facts, delete it.
-package struct BlobRoutes {
+struct BlobRoutes {
     let coordinator: TaskCoordinator
     let maxBlobBytes: Int64
 
-    package init(coordinator: TaskCoordinator, maxBlobBytes: Int64) {
-        self.coordinator = coordinator
-        self.maxBlobBytes = maxBlobBytes
-    }
-
-    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
         let coordinator = coordinator, maxBlobBytes = maxBlobBytes
         table.add("POST", "/v1/blobs", guard: auth, .streamed({ request throws(HTTPProblem) in
             guard let blobs = coordinator.blobs else { throw HTTPProblem(503, "store_unavailable", "blobs need the store") }

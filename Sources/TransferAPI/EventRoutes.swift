@@ -6,17 +6,12 @@ import TransferModel
 
 /// `/v1/sessions/{identifier}/events…`: read the journal (long-poll or Server-Sent Events),
 /// acknowledge, list webhook attempts, redeliver one event.
-package struct EventRoutes {
+struct EventRoutes {
     let coordinator: TaskCoordinator
     /// Seconds between SSE heartbeats (comment lines that keep proxies and clients from timing out).
     let heartbeat: Double
 
-    package init(coordinator: TaskCoordinator, heartbeat: Double) {
-        self.coordinator = coordinator
-        self.heartbeat = heartbeat
-    }
-
-    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
         let coordinator = coordinator, heartbeat = heartbeat
         table.add("GET", "/v1/sessions/{identifier}/events", guard: auth) { request, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in

@@ -7,14 +7,10 @@ import TransferModel
 /// `GET /v1/sessions/{identifier}/cookies`: what a session's jar holds, for an operator to see.
 /// Values are redacted unless `?values=true` (they are often credentials); pages of `limit`,
 /// ordered by domain, path and name, `after` the `next` cursor of the page before.
-package struct SessionCookieRoutes {
+struct SessionCookieRoutes {
     let coordinator: TaskCoordinator
 
-    package init(coordinator: TaskCoordinator) {
-        self.coordinator = coordinator
-    }
-
-    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
         let coordinator = coordinator
         table.add("GET", "/v1/sessions/{identifier}/cookies", guard: auth) { request, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in

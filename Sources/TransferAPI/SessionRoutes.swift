@@ -5,14 +5,10 @@ import TransferCore
 import TransferModel
 
 /// `/v1/sessions…`: create or re-attach, read, list, invalidate, reset, flush.
-package struct SessionRoutes {
+struct SessionRoutes {
     let coordinator: TaskCoordinator
 
-    package init(coordinator: TaskCoordinator) {
-        self.coordinator = coordinator
-    }
-
-    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
         let coordinator = coordinator
         table.add("PUT", "/v1/sessions/{identifier}", guard: auth) { request, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in

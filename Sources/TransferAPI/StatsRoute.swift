@@ -5,16 +5,11 @@ import TransferEngine
 import TransferModel
 
 /// `GET /v1/stats`: tasks by state, transfer rates down and up, and how many transfers wait.
-package struct StatsRoute {
+struct StatsRoute {
     let coordinator: TaskCoordinator
     let rates: TransferRates
 
-    package init(coordinator: TaskCoordinator, rates: TransferRates) {
-        self.coordinator = coordinator
-        self.rates = rates
-    }
-
-    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
         let coordinator = coordinator, rates = rates
         table.add("GET", "/v1/stats", guard: auth) { request, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in

@@ -3,14 +3,10 @@ import TransferCore
 import TransferModel
 
 /// `POST …/tasks/{task}/resume|suspend|cancel`: URLSessionTask's `resume()`, `suspend()`, `cancel()`.
-package struct TaskActionRoutes {
+struct TaskActionRoutes {
     let coordinator: TaskCoordinator
 
-    package init(coordinator: TaskCoordinator) {
-        self.coordinator = coordinator
-    }
-
-    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
         let coordinator = coordinator
         table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/resume", guard: auth) { request, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in

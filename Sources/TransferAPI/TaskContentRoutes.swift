@@ -5,14 +5,10 @@ import TransferModel
 
 /// `GET …/tasks/{task}/body` (the response body of a data task) and `GET|HEAD …/tasks/{task}/file`
 /// (a download's file, with `Range`). Files go out with sendfile(2), never through memory.
-package struct TaskContentRoutes {
+struct TaskContentRoutes {
     let coordinator: TaskCoordinator
 
-    package init(coordinator: TaskCoordinator) {
-        self.coordinator = coordinator
-    }
-
-    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
         let coordinator = coordinator
         table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/body", guard: auth) { request, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in

@@ -6,14 +6,10 @@ import TransferModel
 
 /// `/v1/sessions/{identifier}/tasks…`: create (one or a batch), list, read (with `?wait=`),
 /// change, delete.
-package struct TaskRoutes {
+struct TaskRoutes {
     let coordinator: TaskCoordinator
 
-    package init(coordinator: TaskCoordinator) {
-        self.coordinator = coordinator
-    }
-
-    package func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
         let coordinator = coordinator
         table.add("POST", "/v1/sessions/{identifier}/tasks", guard: auth) { request, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in

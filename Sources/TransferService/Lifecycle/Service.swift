@@ -65,16 +65,9 @@ public final class Service: Sendable {
         let router = Router { table in
             OperationsRoutes(readiness: readiness, metrics: metrics, collectProcessMetrics: processMetrics.collect)
                 .register(in: &table)
-            table.guardUnmatched(prefix: "/v1", auth.check)
-            APIRoot(version: Service.version, startedAt: startedAt).register(in: &table, guard: auth.check)
-            SessionRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
-            SessionCookieRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
-            TaskRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
-            TaskActionRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
-            TaskContentRoutes(coordinator: coordinator).register(in: &table, guard: auth.check)
-            StatsRoute(coordinator: coordinator, rates: rates).register(in: &table, guard: auth.check)
-            BlobRoutes(coordinator: coordinator, maxBlobBytes: configuration.maxBlobBytes).register(in: &table, guard: auth.check)
-            EventRoutes(coordinator: coordinator, heartbeat: configuration.sseHeartbeat).register(in: &table, guard: auth.check)
+            APIRoutes(coordinator: coordinator, authenticator: auth, rates: rates, version: Service.version,
+                      startedAt: startedAt, maxBlobBytes: configuration.maxBlobBytes,
+                      sseHeartbeat: configuration.sseHeartbeat).register(in: &table)
         }
         server = try HTTPServer(configuration: configuration.serverConfiguration(loops: cores),
                                 router: router, logger: logger)
