@@ -1,5 +1,5 @@
 // Linux interfaces that Swift's Glibc module does not expose: epoll, eventfd, timerfd, sendfile,
-// openat2, sync_file_range, thread names.
+// openat2, sync_file_range, O_TMPFILE, thread names.
 #ifndef TRANSFERD_CLINUX_SHIM_H
 #define TRANSFERD_CLINUX_SHIM_H
 #include <sys/epoll.h>
@@ -31,5 +31,17 @@ static inline int transferd_start_writeback(int fd, long long offset, long long 
 static inline int transferd_openat2(int dirfd, const char *path, int flags, unsigned int mode, unsigned long long resolve) {
     struct open_how how = { .flags = (unsigned long long)flags, .mode = mode, .resolve = resolve };
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+// O_TMPFILE (a _GNU_SOURCE macro; __O_TMPFILE is the same bits): open(2) makes an unnamed file in the directory, for linkat(2)
+// to give it a name later.
+static inline int transferd_open_unnamed(int dirfd, int flags, unsigned int mode) {
+    return openat(dirfd, ".", flags | __O_TMPFILE, mode);
+}
+
+// linkat(2) of an open file itself (AT_EMPTY_PATH, a _GNU_SOURCE constant): the way to name an
+// unnamed file where /proc is not mounted; it needs CAP_DAC_READ_SEARCH.
+static inline int transferd_link_descriptor(int fd, int dirfd, const char *name) {
+    return linkat(fd, "", dirfd, name, 0x1000 /* AT_EMPTY_PATH */);
 }
 #endif

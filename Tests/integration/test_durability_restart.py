@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.api import (assert_success, assert_task_error, create_batch, create_session, create_task, data, download,
+from support.api import (action, assert_success, assert_task_error, create_batch, create_session, create_task, data, download,
                          fetch_sha256, get_task, run_task, task_path, wait_for, wait_progress, wait_task)
 from support.events import all_events, of_type, wait_events
 from support.origin import Origin
@@ -138,29 +138,56 @@ def test_scheduled_tasks_hold_no_file_until_their_begin_at(transferd, origin):
     assert origin.requests == []
 
 
-def test_ephemeral_temporary_file_beside_a_destination_is_swept(start_transferd, api_token, origin, tmp_path):
+def test_only_a_download_worth_continuing_has_a_name_before_it_completes(start_transferd, api_token, origin, tmp_path):
+    """A download's file has no name until it is complete (O_TMPFILE), except a durable session's
+    large one with a validator, named for a restart to continue it: a crash leaves nothing of the
+    others behind, and the background one continues from its offset."""
     root = tmp_path / "root"
     root.mkdir()
     td = start_transferd("--allow-path", str(root), api_token=api_token)
     ephemeral = create_session(td, mode="ephemeral")
     background = create_session(td, mode="background")
-    gone = create_task(td, ephemeral, download(origin.url(f"/bytes/{4 * MiB}?rate={MiB}"),
-                                               download={"destination": str(root / "gone.bin")}))
-    kept = create_task(td, background, download(origin.url(f"/bytes/{4 * MiB}?rate={MiB}&seed=k"),
-                                                download={"destination": str(root / "kept.bin")}))
-    wait_progress(td, ephemeral, gone["id"], 256 * 1024)
-    wait_progress(td, background, kept["id"], 256 * 1024)
+    slow = f"rate={256 * 1024}"
+    running = {
+        "gone": create_task(td, ephemeral, download(origin.url(f"/bytes/{4 * MiB}?rate={MiB}"),
+                                                    download={"destination": str(root / "gone.bin")})),
+        "small": create_task(td, background, download(origin.url(f"/bytes/{MiB}?{slow}&seed=s"),
+                                                      download={"destination": str(root / "small.bin")})),
+        "unvalidated": create_task(td, background, download(origin.url(f"/bytes/{4 * MiB}?{slow}&validators=none"),
+                                                            download={"destination": str(root / "unvalidated.bin")})),
+        "kept": create_task(td, background, download(origin.url(f"/bytes/{4 * MiB}?rate={MiB}&seed=k"),
+                                                     download={"destination": str(root / "kept.bin")})),
+    }
+    for name, task in running.items():
+        wait_progress(td, ephemeral if name == "gone" else background, task["id"], 128 * 1024)
     partials = sorted(p.name for p in root.iterdir())
-    assert len(partials) == 2 and all(p.startswith(".transferd-") and p.endswith(".part") for p in partials)
+    assert len(partials) == 1 and partials[0].startswith(".transferd-") and partials[0].endswith(".part"), partials
     td.kill9()
-    time.sleep(1)  # the leftovers are then clearly older than the next start
     td.restart()
-    # The ephemeral task's partial belongs to nothing now; the background one's continues.
-    done = assert_success(wait_task(td, background, kept["id"]))
+    # The background ones continue: the named one from its offset, the others from zero.
+    done = assert_success(wait_task(td, background, running["kept"]["id"]))
     assert done["result"]["sha256"] == Origin.expected_sha256(4 * MiB, "k")
+    assert any(r.status == 206 for r in origin.requests)
+    for name in ("small", "unvalidated"):
+        assert_success(wait_task(td, background, running[name]["id"], timeout=60))
+    wait_for(lambda: sorted(p.name for p in root.iterdir()) == ["kept.bin", "small.bin", "unvalidated.bin"], timeout=15,
+             message=lambda: f"only the completed files to be left: {sorted(p.name for p in root.iterdir())}")
+
+
+def test_a_suspended_download_keeps_its_partial_by_name(transferd, origin):
+    """An unnamed file is named when its task is suspended, and the next attempt continues it."""
+    sid = create_session(transferd, mode="background")
+    task = create_task(transferd, sid, download(origin.url(f"/bytes/{MiB}?rate={256 * 1024}&seed=sp")))
+    wait_progress(transferd, sid, task["id"], 128 * 1024)
+    files = transferd.data_dir / "sessions" / sid / "files"
+    assert list(files.iterdir()) == [], "a small download's file has a name before it completes"
+    action(transferd, sid, task["id"], "suspend")
+    wait_for(lambda: [p.name for p in files.iterdir()] == [f".{task['id']}.part"], timeout=10,
+             message=lambda: f"the partial file kept by name: {[p.name for p in files.iterdir()]}")
+    action(transferd, sid, task["id"], "resume")
+    done = assert_success(wait_task(transferd, sid, task["id"]))
+    assert done["result"]["sha256"] == Origin.expected_sha256(MiB, "sp")
     assert origin.requests[-1].status == 206
-    wait_for(lambda: sorted(p.name for p in root.iterdir()) == ["kept.bin"], timeout=15,
-             message=lambda: f"only kept.bin to be left: {sorted(p.name for p in root.iterdir())}")
 
 
 def test_files_that_belong_to_nothing_are_swept_at_start(transferd, origin):

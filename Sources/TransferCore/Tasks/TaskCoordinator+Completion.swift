@@ -106,27 +106,41 @@ extension TaskCoordinator {
             session.locked { entry.memoryBody = outcome.body ?? [] }
             return complete(entry, in: session, record: record)
         }
-        do throws(TaskFileError) {
-            if record.kind == .download {
-                guard let sha256 = outcome.sha256 else {
-                    throw TaskFileError(code: EIO, what: "cannot read back the downloaded file to hash it")
-                }
-                if let expected = record.checksumSHA256, expected != sha256 {
-                    output.discard()
-                    return complete(entry, in: session, error: TaskError(code: .checksumMismatch,
-                        message: "the downloaded file's sha256 is \(sha256), not the expected \(expected)"))
-                }
-                try output.commit()
-                record.result = DownloadResult(location: output.finalPath, size: outcome.bytesReceived, sha256: sha256)
-            } else {
-                try output.commit()
-                record.bodyLocation = output.finalPath
+        if record.kind == .download {
+            guard let sha256 = outcome.sha256 else {
+                output.discard()
+                let error = TaskFileError(code: EIO, what: "cannot read back the downloaded file to hash it")
+                return complete(entry, in: session, error: TaskError(code: .cannotWriteToFile, message: error.message))
             }
-        } catch {
-            output.discard()
-            return complete(entry, in: session, error: TaskError(code: .cannotWriteToFile, message: error.message))
+            if let expected = record.checksumSHA256, expected != sha256 {
+                output.discard()
+                return complete(entry, in: session, error: TaskError(code: .checksumMismatch,
+                    message: "the downloaded file's sha256 is \(sha256), not the expected \(expected)"))
+            }
+            record.result = DownloadResult(location: output.finalPath, size: outcome.bytesReceived, sha256: sha256)
+        } else {
+            record.bodyLocation = output.finalPath
         }
-        complete(entry, in: session, record: record)
+        let finished = record
+        commitOutput(output, durable: session.mode.isDurable) { [self] error in
+            guard let error else { return complete(entry, in: session, record: finished) }
+            output.discard()
+            complete(entry, in: session, error: TaskError(code: .cannotWriteToFile, message: error.message))
+        }
+    }
+
+    /// Gives a finished file its final name. A durable session's file is made durable first (with
+    /// the other files finishing meanwhile: `OutputCommitter`); an ephemeral session's is only
+    /// named, as `curl -o` leaves a file: nothing of such a session is meant to survive a crash.
+    private func commitOutput(_ output: TaskOutput, durable: Bool, then done: @escaping @Sendable (TaskFileError?) -> Void) {
+        if durable { return outputCommitter.commit(output, then: done) }
+        do {
+            try output.publish()
+            output.closeDirectory()
+            done(nil)
+        } catch {
+            done(error)
+        }
     }
 
     /// Completes a task with an error (it never reached the origin, or the attempt failed).

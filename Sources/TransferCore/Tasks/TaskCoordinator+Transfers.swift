@@ -114,9 +114,14 @@ extension TaskCoordinator {
         session.locked { session.tasks[record.id]?.record.resumeFrom = nil }
     }
 
-    /// Opens (or reopens, to continue it) the temporary file a task writes.
+    /// Opens (or reopens, to continue it) the temporary file a task writes. A file kept by name
+    /// can exist only once an attempt ran or resume data handed one over; a first attempt does not
+    /// look for one.
     func openOutput(for record: TaskRecord, session: SessionState) throws(TaskFileError) -> TaskOutput? {
-        try outputLocation(for: record, session: session).map { location throws(TaskFileError) in try TaskOutput(location) }
+        let reopen = record.metrics.attempts > 0 || (record.isResumable && record.validator != nil)
+        return try outputLocation(for: record, session: session).map { location throws(TaskFileError) in
+            try TaskOutput(location, reopen: reopen)
+        }
     }
 
     /// A task that will not run again: resume data for its partial file when it can be resumed
@@ -155,6 +160,16 @@ extension TaskCoordinator {
             hash = hash &* 0x100_0000_01b3
         }
         return ".transferd-" + String(hash, radix: 16) + ".part"
+    }
+
+    /// Whether a durable session's download gets its temporary name as its response arrives, so
+    /// that a crash leaves it to be continued (background) or offered as resume data (default;
+    /// `TaskOutput`): when its bytes can be resumed (a
+    /// validator for `If-Range`) and there may be many of them (over a MiB, or not said). A
+    /// smaller file is cheaper to fetch again than to name twice.
+    static func worthNamingForRestart(_ response: ResponseHead) -> Bool {
+        guard (200...299).contains(response.status), validator(response) != nil else { return false }
+        return (response.expectedContentLength ?? .max) > 1 << 20
     }
 
     /// Applies a change a running transfer reported (a response head, a redirect) to the task in
@@ -233,7 +248,11 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
             json.endObject()
             events.append(EventDraft(.taskResumedAtOffset, task: entry.record.id, data: json.bytes))
         }
-        session.locked { _ = coordinator.step(entry, .responseHead) }
+        let output: TaskOutput? = session.locked {
+            _ = coordinator.step(entry, .responseHead)
+            return entry.record.isResumable && session.mode.isDurable ? entry.output : nil
+        }
+        if let output, TaskCoordinator.worthNamingForRestart(response) { output.nameForRestart() }
         coordinator.noteTransferChange(entry, in: session, events: events) { record in
             record.response = head
             record.currentURL = response.url

@@ -32,6 +32,8 @@ package final class TaskCoordinator: @unchecked Sendable {
     package let clock: EventLoop
     /// Blocking file work (fsync, rename, hashing) happens here, never on an event loop.
     package let fileWork = DispatchQueue(label: "transferd.files", attributes: .concurrent)
+    /// Finished files of durable sessions, made durable a group at a time.
+    let outputCommitter = OutputCommitter()
 
     package struct Limits: Sendable {
         /// Largest response body a data task may keep.

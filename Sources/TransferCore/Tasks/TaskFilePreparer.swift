@@ -39,7 +39,9 @@ final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
             TaskCoordinator.closeFiles(of: files.body)
             throw TransferFailure(error.code == ENOENT ? .fileDoesNotExist : .cannotWriteToFile, error.message)
         }
-        if let output {
+        if let output, output.isNew {
+            files.output = .file(fd: output.fd, offset: 0)
+        } else if let output {
             let existing = output.existingSize
             if existing > 0, record.isResumable, let validator = record.validator {
                 files.resume = ResumeRequest(offset: existing, validator: validator)
