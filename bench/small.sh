@@ -126,6 +126,9 @@ transferd_batch() {  # mode session -> "seconds cpu_seconds"
         --cpu-pid "$transferd_pid" --cpu-out "$work/cpu")
   transferd_alive
   cpu=$(awk 'NR == 1 { print $2 }' "$work/cpu")
+  # Where it went, by thread name (ms a task), for the log: the curl loops, the file-work and
+  # commit queues, the store's writer, the HTTP threads.
+  log "             threads: $(awk -v n="$FILES" 'NR > 1 && NR <= 8 { printf "%s %.3f  ", $1, $2 * 1000 / n }' "$work/cpu")"
   echo "$t $cpu"
 }
 

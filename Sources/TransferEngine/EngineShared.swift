@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// What the loops of one engine share: the cap on transfers running at once, the count of
@@ -17,6 +18,8 @@ final class EngineShared: Sendable {
     private let loops = Mutex<[MultiLoop]>([])
     /// Where the search for a waiting loop starts next, so waiting loops are served in turn.
     private let handoffCursor = Atomic<Int>(0)
+    /// Where admitted transfers' files are opened, off the loops (`MultiLoop.start`).
+    let preparations = DispatchQueue(label: "transferd.prepare", attributes: .concurrent)
 
     init(maxRunning: Int, maxBytesPerSecond: Int64?) {
         self.maxRunning = maxRunning

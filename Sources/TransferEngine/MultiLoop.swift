@@ -57,16 +57,47 @@ final class MultiLoop: @unchecked Sendable {
     // MARK: running transfers (loop thread)
 
     /// Admits a transfer: its files are opened and its curl handle and buffers taken only now, so
-    /// a waiting transfer holds none of them.
+    /// a waiting transfer holds none of them. The files are opened off the loop (`preparations`):
+    /// creating a file can take long (a directory on a slow or busy file system; on ext4 after
+    /// mass deletions, half a millisecond of inode search), and every other transfer of the loop
+    /// would wait meanwhile. The transfer holds its slot while it is prepared.
     func start(_ transfer: Transfer) {
         let q = transfer.session
         // The session's TLS files could not be read: no transfer runs without them.
         if let failure = q.settings.tls.unavailable { return refuse(transfer, failure) }
-        do {
-            try transfer.prepare()
-        } catch {
-            return refuse(transfer, error)
+        guard let preparer = transfer.spec.preparer else { return launch(transfer, files: nil) }
+        transfer.preparing = true
+        // Counted as undelivered until it is back: a shutdown waits for its outcome too.
+        undelivered.add(1, ordering: .relaxed)
+        shared.preparations.async { [self] in
+            let files = Result { () throws(TransferFailure) in try preparer.prepare() }
+            loop.execute { [self] in
+                prepared(transfer, files)
+                undelivered.subtract(1, ordering: .releasing)
+            }
         }
+    }
+
+    /// A transfer's files are open (or could not be): it starts, unless it was stopped meanwhile.
+    private func prepared(_ transfer: Transfer, _ files: Result<TransferFiles, TransferFailure>) {
+        transfer.preparing = false
+        switch files {
+        case .failure(let failure):
+            refuse(transfer, failure)
+        case .success(let files) where transfer.stopReason != nil:
+            // Its outcome says it never started; the files go back with it (the observer owns
+            // the output it opened).
+            transfer.adopt(files)
+            refuse(transfer, nil)
+        case .success(let files):
+            launch(transfer, files: files)
+        }
+        admitAll()
+    }
+
+    private func launch(_ transfer: Transfer, files: TransferFiles?) {
+        let q = transfer.session
+        transfer.adopt(files)
         // Under `never` with an empty jar there is nothing to send and nothing may be kept, not
         // even along this transfer's redirects: the engine stays off.
         let cookies = q.settings.cookies
@@ -97,9 +128,9 @@ final class MultiLoop: @unchecked Sendable {
         transfer.observer.transferStarted(transfer.handle)
     }
 
-    /// Ends an admitted transfer that cannot start, before it takes a curl handle; its slot goes
-    /// to the next one.
-    private func refuse(_ transfer: Transfer, _ failure: TransferFailure) {
+    /// Ends an admitted transfer that cannot start (`failure`) or was stopped while its files were
+    /// opened (nil), before it takes a curl handle; its slot goes to the next one.
+    private func refuse(_ transfer: Transfer, _ failure: TransferFailure?) {
         let q = transfer.session
         q.finished(transfer)
         shared.releaseSlot(from: self)
@@ -139,6 +170,8 @@ final class MultiLoop: @unchecked Sendable {
         }
         guard let transfer = q.runningTransfer(handle) else { return }
         transfer.stopReason = reason
+        // One being prepared ends when its files are back (`prepared`).
+        if transfer.preparing { return }
         finish(transfer, code: CURLE_ABORTED_BY_CALLBACK, detail: "stopped")
     }
 
@@ -250,7 +283,7 @@ final class MultiLoop: @unchecked Sendable {
     private func sweepIdle() {
         let now = MonotonicClock.now()
         let idle = sessions.values.flatMap(\.runningList).filter {
-            !$0.isPaused && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
+            !$0.preparing && !$0.isPaused && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
         }
         for transfer in idle {
             transfer.idleTimedOut = true

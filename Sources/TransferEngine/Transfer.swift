@@ -66,6 +66,9 @@ final class Transfer: @unchecked Sendable {
     private var writeFailure: TransferFailure?
     private var readFailure: TransferFailure?
     var stopReason: StopReason?
+    /// Admitted, its files being opened off the loop (`MultiLoop.start`): it holds its slot but no
+    /// curl handle yet.
+    var preparing = false
 
     init(handle: TransferHandle, observer: TransferObserver, policy: NetworkPolicy, session: SessionQueue, counters: LoopCounters) {
         self.handle = handle
@@ -77,10 +80,11 @@ final class Transfer: @unchecked Sendable {
         files = TransferFiles(body: handle.spec.body, output: handle.spec.output, resume: handle.spec.resume)
     }
 
-    /// Admitted: opens the files (the spec's preparer, if any) and sets up the output and its
-    /// hasher. Nothing of this exists while the transfer waits.
-    func prepare() throws(TransferFailure) {
-        if let preparer = spec.preparer { files = try preparer.prepare() }
+    /// Admitted: takes the files its preparer opened (without a preparer, the spec's) and sets up
+    /// the output and its hasher. Nothing of this exists while the transfer waits.
+    func adopt(_ prepared: TransferFiles?) {
+        if let prepared { files = prepared }
+        lastActivity = MonotonicClock.now()
         if case .file(let fd, let offset) = files.output {
             outputFD = fd
             writeOffset = offset

@@ -43,10 +43,13 @@ public struct TransferSpec: Sendable {
 /// transfer waiting for a slot holds no descriptor, so tens of thousands can wait behind a few
 /// running ones.
 public protocol TransferPreparer: Sendable {
-    /// Called once, on the transfer's loop thread, as the transfer is admitted, before it takes a
-    /// curl handle — so it must be quick (opening a file is, an fsync is not). The engine owns the
-    /// returned descriptors as it owns a spec's. A failure ends the transfer with it, no request
-    /// made; a transfer stopped while it waits is never prepared.
+    /// Called once as the transfer is admitted, before it takes a curl handle, on a thread of the
+    /// engine's preparation queue (not the loop: the loop's other transfers go on meanwhile). The
+    /// transfer holds its running slot until this returns, so it should not block for long
+    /// (opening a file is fine, an fsync is not). The engine owns the returned descriptors as it
+    /// owns a spec's. A failure ends the transfer with it, no request made; a transfer stopped
+    /// while it waits is never prepared, and one stopped while it is prepared ends, not started,
+    /// once this returns.
     func prepare() throws(TransferFailure) -> TransferFiles
 }
 

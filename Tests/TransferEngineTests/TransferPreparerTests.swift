@@ -28,6 +28,18 @@ final class FilePreparer: TransferPreparer, @unchecked Sendable {
     }
 }
 
+/// Opens nothing until released: a file system that takes its time.
+final class BlockingPreparer: TransferPreparer, @unchecked Sendable {
+    let entered = ThreadSignal()
+    let release = ThreadSignal()
+
+    func prepare() throws(TransferFailure) -> TransferFiles {
+        entered.post()
+        release.wait()
+        return TransferFiles(output: .discard)
+    }
+}
+
 /// A transfer's files are opened as it is admitted, never while it waits for a slot.
 @Suite(.serialized)
 struct TransferPreparerTests {
@@ -96,6 +108,53 @@ struct TransferPreparerTests {
         running.stop(.cancelled)
         _ = blocker.wait()
         #expect(preparer.calls.withLock { $0 } == 0)
+        origin.server.shutdown()
+    }
+
+    @Test func aSlowPreparationDoesNotHoldUpTheLoop() throws {
+        let origin = try TestOrigin()
+        let session = "slow-preparation"
+        Self.engine.configure(session: session, settings: .limits(maxConcurrentTasks: 2, maxConnectionsPerHost: 6),
+                              cookieStorage: nil, cookies: nil)
+        let slow = BlockingPreparer()
+        var spec = TransferSpec(label: "s", session: session, url: origin.url("/bytes/10"))
+        spec.preparer = slow
+        let blocked = RecordingObserver()
+        Self.engine.submit(spec, observer: blocked)
+        #expect(slow.entered.wait(seconds: 5))
+        // The loop that admitted it runs another transfer of the session meanwhile.
+        let other = RecordingObserver()
+        Self.engine.submit(TransferSpec(label: "o", session: session, url: origin.url("/bytes/20")), observer: other)
+        #expect(other.wait()?.failure == nil)
+        #expect(blocked.events.withLock { $0 }.isEmpty)
+        slow.release.post()
+        let outcome = try #require(blocked.wait())
+        #expect(outcome.started && outcome.failure == nil)
+        origin.server.shutdown()
+    }
+
+    @Test func aTransferStoppedWhileBeingPreparedNeverStartsAndFreesItsSlot() throws {
+        let origin = try TestOrigin()
+        let session = "stopped-while-prepared"
+        Self.oneAtATime(session)
+        let slow = BlockingPreparer()
+        var spec = TransferSpec(label: "s", session: session, url: origin.url("/bytes/10"))
+        spec.preparer = slow
+        let stopped = RecordingObserver()
+        let handle = Self.engine.submit(spec, observer: stopped)
+        let next = RecordingObserver()
+        Self.engine.submit(TransferSpec(label: "n", session: session, url: origin.url("/bytes/10")), observer: next)
+        #expect(slow.entered.wait(seconds: 5))
+        handle.stop(.suspended)
+        Self.drain(session)
+        #expect(stopped.events.withLock { $0 }.isEmpty, "its outcome waits for its files")
+        slow.release.post()
+        let outcome = try #require(stopped.wait())
+        #expect(outcome.stopReason == .suspended)
+        #expect(!outcome.started)
+        #expect(stopped.events.withLock { $0 } == ["completed"])
+        #expect(next.wait()?.failure == nil)
+        #expect(origin.hitCount("/bytes") == 1)
         origin.server.shutdown()
     }
 

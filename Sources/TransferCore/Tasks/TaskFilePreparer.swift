@@ -2,11 +2,11 @@ import Lifecycles
 import Glibc
 import TransferEngine
 
-/// Opens a task's files when the engine admits its transfer, on the curl loop: the request body,
-/// and the temporary output file, continued from what it holds when the task may resume. Until
-/// then a queued task holds no descriptor, however many wait behind the session's limits. Only
-/// `openat`, `fstat` and `ftruncate` happen here, never an fsync or a store read: the loop's
-/// other transfers wait meanwhile.
+/// Opens a task's files when the engine admits its transfer (on the engine's preparation queue,
+/// off the curl loops): the request body, and the output file, continued from what it holds when
+/// the task may resume. Until then a queued task holds no descriptor, however many wait behind the
+/// session's limits. Only `openat`, `fstat` and `ftruncate` happen here, never an fsync or a store
+/// read: the transfer holds a running slot meanwhile.
 final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
     private let coordinator: TaskCoordinator
     private let session: SessionState
