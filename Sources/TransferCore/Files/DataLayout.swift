@@ -7,7 +7,7 @@ import Glibc
 ///     sessions/<identifier>/bodies  response bodies of data and upload tasks (durable sessions)
 ///     blobs/<id>                    bytes handed over for uploads, and spooled inline bodies
 ///
-/// Temporary files live beside their final names, as `.<name>.part`.
+/// Partial files kept by name live beside their final names, as `.<name>.part` (`TaskOutput`).
 package struct DataLayout: Sendable {
     package let root: String
 
