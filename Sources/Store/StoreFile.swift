@@ -15,6 +15,10 @@ public enum StoreFile {
         // every row, and re-reading their pages with pread showed up in profiles.
         try db.execute("PRAGMA cache_size = -65536")
         try db.execute("PRAGMA mmap_size = 1073741824")
+        // Statement journals (a multi-row statement that may fail halfway needs one) in memory:
+        // on disk each was a temporary file created, written in pieces and unlinked, about 25
+        // system calls a task. They hold what one statement changed, a few pages.
+        try db.execute("PRAGMA temp_store = MEMORY")
         try Migrator.migrate(db, to: migrations)
         return db
     }
