@@ -17,15 +17,34 @@ struct ResponseCollector {
             defer { status = 0; headers = [] }
             return .complete(status: status, headers: headers)
         }
-        let line = String(decoding: UnsafeRawBufferPointer(rebasing: raw[0..<end]), as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        // Scanned as bytes, the strings made only for the name and the value: a response head is
+        // a dozen lines, and each went through String splitting and trimming before.
+        let line = UnsafeRawBufferPointer(rebasing: raw[0..<end])
+        if line.starts(with: "HTTP/".utf8) {
             // "HTTP/1.1 200 OK" or "HTTP/2 200"
-            let parts = line.split(separator: " ", maxSplits: 2)
-            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            status = ResponseCollector.statusCode(line)
             headers = []
-        } else if let colon = line.firstIndex(of: ":") {
-            headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmed()))
+        } else if let colon = line.firstIndex(of: 0x3A) {
+            var start = colon + 1
+            var stop = line.count
+            while start < stop && (line[start] == 0x20 || line[start] == 0x09) { start += 1 }
+            while stop > start && (line[stop - 1] == 0x20 || line[stop - 1] == 0x09) { stop -= 1 }
+            headers.append((String(decoding: UnsafeRawBufferPointer(rebasing: line[..<colon]), as: UTF8.self),
+                            String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<stop]), as: UTF8.self)))
         }
         return .pending
+    }
+
+    /// The three digits after the status line's first space; 0 when there are none.
+    private static func statusCode(_ line: UnsafeRawBufferPointer) -> Int {
+        guard let space = line.firstIndex(of: 0x20) else { return 0 }
+        var code = 0
+        var digits = 0
+        for byte in line[(space + 1)...] {
+            guard byte >= 0x30 && byte <= 0x39 else { break }
+            code = code * 10 + Int(byte - 0x30)
+            digits += 1
+        }
+        return digits == 3 ? code : 0
     }
 }

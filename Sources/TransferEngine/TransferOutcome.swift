@@ -39,8 +39,19 @@ public struct ResponseHead: Sendable {
         self.url = url
     }
 
+    /// The last field named `name` (lower-case), compared case-insensitively (RFC 9110 §5.1)
+    /// without lower-casing every name on every lookup: a response head is asked a dozen times.
     public func header(_ name: String) -> String? {
-        headers.last { $0.0.lowercased() == name.lowercased() }?.1
+        headers.last { ResponseHead.isField($0.0, named: name) }?.1
+    }
+
+    /// Whether the field name `field` is `name` (lower-case ASCII), in any case.
+    static func isField(_ field: String, named name: String) -> Bool {
+        guard field.utf8.count == name.utf8.count else { return false }
+        for (a, b) in zip(field.utf8, name.utf8) where a != b {
+            guard a >= 0x41 && a <= 0x5A && a | 0x20 == b else { return false }
+        }
+        return true
     }
 
     public var mimeType: String? {
@@ -55,7 +66,7 @@ public struct ResponseHead: Sendable {
         if let disposition = header("content-disposition"), let name = ContentDisposition.filename(disposition) {
             return name
         }
-        return URLParts(url)?.lastPathSegment
+        return URLParts.lastPathSegment(of: url)
     }
 }
 

@@ -46,7 +46,23 @@ public struct URLParts: Sendable, Equatable {
 
     public var hostKey: String { "\(scheme)://\(host):\(port)" }
 
-    public var lastPathSegment: String? {
+    public var lastPathSegment: String? { URLParts.lastSegment(ofPath: Substring(path)) }
+
+    /// The last path segment of a URL that curl accepted (scheme://authority/path?query#fragment),
+    /// found by scanning rather than by a full parse: every response asks for it.
+    public static func lastPathSegment(of url: String) -> String? {
+        var rest = Substring(url)
+        if let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+        // After "scheme:" and the "//" that opens the authority, the path is what starts at the next "/".
+        guard let colon = rest.firstIndex(of: ":") else { return nil }
+        rest = rest[rest.index(after: colon)...]
+        guard rest.hasPrefix("//") else { return nil }
+        rest = rest.dropFirst(2)
+        guard let pathStart = rest.firstIndex(of: "/") else { return nil }
+        return lastSegment(ofPath: rest[pathStart...])
+    }
+
+    private static func lastSegment(ofPath path: Substring) -> String? {
         guard let last = path.split(separator: "/").last, !last.isEmpty else { return nil }
         return String(last).removingPercentEncoding()
     }

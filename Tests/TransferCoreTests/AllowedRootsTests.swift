@@ -63,4 +63,21 @@ struct AllowedRootsTests {
     @Test func aMissingRootIsAConfigurationError() {
         #expect(throws: AllowedRoots.UnusableRoot.self) { _ = try AllowedRoots(paths: ["/no/such/root/here"]) }
     }
+
+    /// The scan that returns a normalized path as it is agrees with the full normalization.
+    @Test func normalizesAsTheFullSplitWould() {
+        let reference = { (path: String) in "/" + path.split(separator: "/").filter { $0 != "." }.joined(separator: "/") }
+        for path in ["/", "/a", "/a/b.bin", "//a", "/a//b", "/a/./b", "/./a", "/a/.", "/a/", "/a/b/", "/.a/b.", "/a/../b",
+                     "/..", "/a/..b", "/a/.../b", "///", "/./", "/a/b/./"] {
+            #expect(AllowedRoots.normalize(path) == reference(path), "\(path)")
+        }
+        #expect(AllowedRoots.isNormalized("/a/b"))
+        #expect(!AllowedRoots.isNormalized("/a/./b"))
+        #expect(!AllowedRoots.isNormalized("a/b"))
+        #expect(AllowedRoots.directory(of: "/a/b/c.bin") == "/a/b")
+        #expect(AllowedRoots.directory(of: "/c.bin") == "/")
+        #expect(AllowedRoots.hasParentComponent("/a/../b"))
+        #expect(AllowedRoots.hasParentComponent("/a/.."))
+        #expect(!AllowedRoots.hasParentComponent("/a/..b/c"))
+    }
 }

@@ -47,9 +47,11 @@ package final class AllowedRoots: Sendable {
     /// anything outside the roots.
     func openParent(of path: String) throws(Failure) -> (dirfd: Int32, name: String) {
         let (root, relative) = try locate(path)
-        var components = relative.split(separator: "/").map(String.init)
-        guard let name = components.popLast(), name != ".", name != ".." else { throw .notAllowed }
-        let dir = try resolve(root, components.joined(separator: "/"), flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard !relative.isEmpty else { throw .notAllowed }
+        // Normalized: no empty, `.` or `..` component (`locate`).
+        let slash = relative.lastIndex(of: "/")
+        let name = String(slash.map { relative[relative.index(after: $0)...] } ?? relative[...])
+        let dir = try resolve(root, slash.map { String(relative[..<$0]) } ?? "", flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         return (dir, name)
     }
 
@@ -63,9 +65,8 @@ package final class AllowedRoots: Sendable {
     /// The root containing `path` and the path relative to it. Lexically `..` is refused outright.
     private func locate(_ path: String) throws(Failure) -> (Root, String) {
         guard path.hasPrefix("/") else { throw .notAllowed }
-        let parts = path.split(separator: "/")
-        guard !parts.contains("..") else { throw .notAllowed }
         let normalized = AllowedRoots.normalize(path)
+        guard !AllowedRoots.hasParentComponent(normalized) else { throw .notAllowed }
         for root in roots {
             if normalized == root.path { return (root, "") }
             let prefix = root.path == "/" ? "/" : root.path + "/"
@@ -108,9 +109,39 @@ package final class AllowedRoots: Sendable {
         return dir
     }
 
-    /// Collapses `//` and `/./`; keeps the path absolute; drops a trailing slash.
+    /// Collapses `//` and `/./`; keeps the path absolute; drops a trailing slash. A path already
+    /// in that form (as nearly every destination is) is returned as it is, after one scan.
     package static func normalize(_ path: String) -> String {
+        if isNormalized(path) { return path }
         let parts = path.split(separator: "/").filter { $0 != "." }
         return "/" + parts.joined(separator: "/")
+    }
+
+    /// The directory of a normalized path (`/` for a name in the root directory).
+    static func directory(of normalized: String) -> String {
+        guard let slash = normalized.lastIndex(of: "/"), slash != normalized.startIndex else { return "/" }
+        return String(normalized[..<slash])
+    }
+
+    /// Absolute, with no empty or `.` component and no trailing slash.
+    static func isNormalized(_ path: String) -> Bool {
+        guard path.utf8.first == 0x2F else { return false }
+        var length = 0
+        var dot = false
+        for byte in path.utf8.dropFirst() {
+            if byte == 0x2F {
+                if length == 0 || (length == 1 && dot) { return false }
+                length = 0
+            } else {
+                dot = length == 0 && byte == 0x2E
+                length += 1
+            }
+        }
+        return path.utf8.count == 1 || !(length == 0 || (length == 1 && dot))
+    }
+
+    /// Whether a normalized path has a `..` component.
+    static func hasParentComponent(_ normalized: String) -> Bool {
+        normalized.utf8.split(separator: 0x2F).contains { $0.elementsEqual("..".utf8) }
     }
 }

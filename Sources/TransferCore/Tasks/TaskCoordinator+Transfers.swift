@@ -85,7 +85,7 @@ extension TaskCoordinator {
                 } catch {
                     throw TaskFileError(code: error == .missing ? ENOENT : EACCES, what: "cannot open the directory of \(destination)")
                 }
-                let directory = "/" + AllowedRoots.normalize(destination).split(separator: "/").dropLast().joined(separator: "/")
+                let directory = AllowedRoots.directory(of: AllowedRoots.normalize(destination))
                 return OutputLocation(directoryFD: parent.dirfd, directoryPath: directory, finalName: parent.name,
                                       temporaryName: TaskCoordinator.temporaryName(for: record))
             }
