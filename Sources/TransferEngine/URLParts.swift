@@ -49,17 +49,20 @@ public struct URLParts: Sendable, Equatable {
     public var lastPathSegment: String? { URLParts.lastSegment(ofPath: Substring(path)) }
 
     /// The last path segment of a URL that curl accepted (scheme://authority/path?query#fragment),
-    /// found by scanning rather than by a full parse: every response asks for it.
+    /// found by scanning its bytes rather than by a full parse: every response asks for it.
     public static func lastPathSegment(of url: String) -> String? {
-        var rest = Substring(url)
-        if let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+        let bytes = url.utf8
+        let slash = UInt8(ascii: "/")
+        let end = bytes.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
         // After "scheme:" and the "//" that opens the authority, the path is what starts at the next "/".
-        guard let colon = rest.firstIndex(of: ":") else { return nil }
-        rest = rest[rest.index(after: colon)...]
-        guard rest.hasPrefix("//") else { return nil }
-        rest = rest.dropFirst(2)
-        guard let pathStart = rest.firstIndex(of: "/") else { return nil }
-        return lastSegment(ofPath: rest[pathStart...])
+        guard let colon = bytes[..<end].firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let authority = bytes.index(after: colon)
+        guard bytes[authority..<end].starts(with: "//".utf8) else { return nil }
+        guard let path = bytes[bytes.index(authority, offsetBy: 2)..<end].firstIndex(of: slash) else { return nil }
+        var segmentEnd = end
+        while segmentEnd > path && bytes[bytes.index(before: segmentEnd)] == slash { segmentEnd = bytes.index(before: segmentEnd) }
+        guard segmentEnd > path, let before = bytes[path..<segmentEnd].lastIndex(of: slash) else { return nil }
+        return String(decoding: bytes[bytes.index(after: before)..<segmentEnd], as: UTF8.self).removingPercentEncoding()
     }
 
     private static func lastSegment(ofPath path: Substring) -> String? {
