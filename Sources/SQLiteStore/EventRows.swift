@@ -32,7 +32,8 @@ enum EventRows {
         return String(id.utf8.dropFirst(Event.idPrefix.utf8.count + RandomID.timeDigits))!
     }
 
-    /// The id back from the `id` column.
+    /// The id back from the `id` column: 11 characters are a random part (an id kept whole is never
+    /// that short: ids are `evt_` and 20 characters, or before migration 31 the same).
     static func id(stored: String, at: Timestamp) -> String {
         stored.utf8.count == RandomID.randomDigits ? Event.newID(at: at, random: stored) : stored
     }
