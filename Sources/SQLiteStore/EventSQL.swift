@@ -1,39 +1,71 @@
+import JSON
 import Store
 import TransferModel
 
-/// SQL for the event journal and the webhook attempts.
+/// SQL for the event journal and the webhook attempts. An event's row keeps its session as a
+/// number, its type as a code and a shortened id (`EventRows`).
 enum EventSQL {
-    /// Several rows per statement, `OR FAIL`: see `TaskSQL.insertTasks`.
-    static func insert(_ events: [Event], _ db: Database) throws {
-        try db.insertRows("INSERT OR FAIL INTO events (session, seq, id, type, task, at, data) VALUES",
+    /// Several rows per statement, `OR FAIL`: see `TaskSQL.insertTasks`. An event in `references`
+    /// is stored with '' as its data, to be rebuilt from its task's row (migration 31).
+    static func insert(_ events: [Event], references: EventReferences, _ db: Database) throws {
+        var numbers: [String: Int64] = [:]
+        for session in Set(events.map(\.session)) { numbers[session] = try EventRows.number(of: session, create: true, db) }
+        try db.insertRows("INSERT OR FAIL INTO events (session, seq, type, task, at, data, id) VALUES",
                           columns: 7, count: events.count) { i, values in
             let e = events[i]
-            values += [.text(e.session), .integer(e.seq), .text(e.id), .text(e.type.rawValue), .optionalText(e.task),
-                       .integer(e.at.milliseconds), .utf8(e.data)]
+            values += [.integer(numbers[e.session]!), .integer(e.seq), .integer(EventRows.codes[e.type]!), .optionalText(e.task),
+                       .integer(e.at.milliseconds), references.isReference(e) ? .text("") : .utf8(e.data),
+                       .text(EventRows.storedID(e.id, at: e.at))]
         }
     }
 
-    /// Events of a session after `seq`, in order.
+    /// Events of a session after `seq`, in order; a reference's data rebuilt from its task's row.
     static func events(_ session: String, after seq: Int64, limit: Int, _ db: Database) throws -> [Event] {
-        let s = try db.statement("SELECT seq, id, type, task, at, data FROM events WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?")
-        try s.bind(.text(session), .integer(seq), .int(limit))
+        guard let number = try EventRows.number(of: session, create: false, db) else { return [] }
+        let s = try db.statement("""
+            SELECT e.seq, e.id, e.type, e.task, e.at, e.data, \(TaskSQL.joinedRecordColumns)
+            FROM events AS e LEFT JOIN tasks AS t ON e.data = '' AND t.session = ?1 AND t.id = e.task
+            WHERE e.session = ?2 AND e.seq > ?3 ORDER BY e.seq LIMIT ?4
+            """)
+        try s.bind(.text(session), .integer(number), .integer(seq), .int(limit))
         defer { s.reset() }
         var out: [Event] = []
+        // A completion's references are neighbours: their task is decoded once.
+        var task: TaskRecord?
         while try s.step() {
-            guard let type = s.text(2).flatMap(EventType.init(rawValue:)) else { continue }
-            out.append(Event(id: s.text(1)!, seq: s.int64(0), session: session, type: type, task: s.text(3),
-                             at: Timestamp(milliseconds: s.int64(4)), data: Array(s.text(5)!.utf8)))
+            guard let type = EventRows.types[s.int64(2)] else { continue }
+            let at = Timestamp(milliseconds: s.int64(4))
+            var data = s.blob(5)
+            if data.isEmpty {
+                if task?.id != s.text(3) { task = s.isNull(6) ? nil : TaskSQL.decode(s, from: 6) }
+                // The row goes only after the references are written out (`EventReferences.writeOut`),
+                // so a reference without its row is not expected; should one be met, its data is null.
+                data = task?.eventData(type) ?? Array("null".utf8)
+            }
+            out.append(Event(id: EventRows.id(stored: s.text(1)!, at: at), seq: s.int64(0), session: session, type: type,
+                             task: s.text(3), at: at, data: data))
         }
         return out
     }
 
+    /// Through the time the id carries (`Event.newID(at:)`) and `events_by_time`; an id of another
+    /// form (stored before migration 31) by a scan of the session's events.
     static func event(_ session: String, id: String, _ db: Database) throws -> Event? {
-        let s = try db.statement("SELECT seq FROM events WHERE session = ? AND id = ?")
-        try s.bind(.text(session), .text(id))
-        defer { s.reset() }
-        guard try s.step() else { return nil }
-        let seq = s.int64(0)
-        s.reset()
+        guard let number = try EventRows.number(of: session, create: false, db) else { return nil }
+        var seq: Int64?
+        if let at = Event.time(ofID: id) {
+            let s = try db.statement("SELECT seq FROM events INDEXED BY events_by_time WHERE at = ? AND session = ? AND id = ?")
+            try s.bind(.integer(at.milliseconds), .integer(number), .text(EventRows.storedID(id, at: at)))
+            defer { s.reset() }
+            if try s.step() { seq = s.int64(0) }
+        }
+        if seq == nil {
+            let s = try db.statement("SELECT seq FROM events WHERE session = ? AND id = ?")
+            try s.bind(.integer(number), .text(id))
+            defer { s.reset() }
+            if try s.step() { seq = s.int64(0) }
+        }
+        guard let seq else { return nil }
         return try events(session, after: seq - 1, limit: 1, db).first
     }
 
@@ -50,8 +82,9 @@ enum EventSQL {
     /// The highest seq of a session (one probe of the primary key), for its counter to continue
     /// after a restart.
     static func lastSeq(_ session: String, _ db: Database) throws -> Int64 {
+        guard let number = try EventRows.number(of: session, create: false, db) else { return 0 }
         let s = try db.statement("SELECT max(seq) FROM events WHERE session = ?")
-        try s.bind(.text(session))
+        try s.bind(.integer(number))
         defer { s.reset() }
         return try s.step() ? s.int64(0) : 0
     }
@@ -96,7 +129,10 @@ enum EventSQL {
     }
 
     static func deleteSessionEvents(_ session: String, _ db: Database) throws {
-        try db.statement("DELETE FROM events WHERE session = ?").bind(.text(session)).run()
+        if let number = try EventRows.number(of: session, create: false, db) {
+            try db.statement("DELETE FROM events WHERE session = ?").bind(.integer(number)).run()
+            try db.statement("DELETE FROM event_sessions WHERE number = ?").bind(.integer(number)).run()
+        }
         try db.statement("DELETE FROM deliveries WHERE session = ?").bind(.text(session)).run()
     }
 }

@@ -25,17 +25,22 @@ package final class SQLiteTransferStore: TransferStore {
     package func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
         writer.submit({ db in
             var report = CommitReport()
-            for change in changes { try SQLiteTransferStore.apply(change, to: &report, db) }
+            var references = EventReferences(changes)
+            for change in changes { try SQLiteTransferStore.apply(change, to: &report, references: &references, db) }
             return report
         }, completion: completion)
     }
 
-    private static func apply(_ change: StoreChange, to report: inout CommitReport, _ db: Database) throws {
+    private static func apply(_ change: StoreChange, to report: inout CommitReport, references: inout EventReferences,
+                              _ db: Database) throws
+    {
         switch change {
         case .upsertSession(let row): try TaskSQL.insertSession(row, db)
         case .deleteSession(let identifier): report.removedBlobs += try TaskSQL.deleteSession(identifier, db)
         case .insertTasks(let tasks, let documents): try TaskSQL.insertTasks(tasks, documents: documents, db)
-        case .updateTask(let task, let document): try TaskSQL.updateTask(task, document: document, db)
+        case .updateTask(let task, let document):
+            try TaskSQL.updateTask(task, document: document, refs: references.range(of: task), db)
+            if db.changes == 0 { references.drop(task) }
         case .updateTaskKeepingState(let task, let document): try TaskSQL.updateTaskKeepingState(task, document: document, db)
         case .updateState(let session, let id, let state, let phase):
             try TaskSQL.updateState(session: session, id: id, state: state, phase: phase, db)
@@ -43,7 +48,7 @@ package final class SQLiteTransferStore: TransferStore {
             try TaskSQL.updateDetails(session: session, id: id, priority: priority, description: description, db)
         case .flushProgress(let rows): try TaskSQL.flushProgress(rows, db)
         case .deleteTask(let session, let id): try TaskSQL.deleteTask(session: session, id: id, db)
-        case .insertEvents(let events): try EventSQL.insert(events, db)
+        case .insertEvents(let events): try EventSQL.insert(events, references: references, db)
         case .recordAttempts(let attempts): for attempt in attempts { try EventSQL.recordAttempt(attempt, db) }
         case .setDelivered(let session, let seq): try EventSQL.setDelivered(session, through: seq, db)
         case .setAcked(let session, let seq): try EventSQL.setAcked(session, through: seq, db)
@@ -65,15 +70,15 @@ package final class SQLiteTransferStore: TransferStore {
     /// Decoding the documents is most of a start-up with many unfinished tasks (tens of thousands
     /// scheduled for later), so it is spread over the cores; the reading is not.
     package func loadUnfinishedTasks() throws -> [TaskRecord] {
-        let documents = try reader.read(TaskSQL.unfinishedDocuments)
-        var decoded = [TaskRecord?](repeating: nil, count: documents.count)
+        let rows = try reader.read(TaskSQL.unfinishedRows)
+        var decoded = [TaskRecord?](repeating: nil, count: rows.count)
         // A few more pieces than cores; concurrentPerform runs them on as many threads as there are.
-        let workers = max(1, min(16, documents.count / 512))
+        let workers = max(1, min(16, rows.count / 512))
         decoded.withUnsafeMutableBufferPointer { buffer in
             nonisolated(unsafe) let slots = buffer  // each worker writes only its own indexes
             DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                for i in stride(from: worker, to: documents.count, by: workers) {
-                    slots[i] = (try? JSONParser.parse(documents[i])).flatMap(TaskRecord.init(stored:))
+                for i in stride(from: worker, to: rows.count, by: workers) {
+                    slots[i] = (try? JSONParser.parse(rows[i].document)).flatMap { TaskRecord(stored: $0, columns: rows[i].columns) }
                 }
             }
         }

@@ -133,5 +133,54 @@ enum Schema {
         CREATE INDEX tasks_by_state ON tasks(session, state);
         CREATE INDEX tasks_completed_at ON tasks(completed_at) WHERE completed_at IS NOT NULL;
         """),
+        Migration(31, """
+        -- What a completed task costs on disk. Task documents leave out their defaults from now on
+        -- (TaskRecord.storageDocument); those stored before read as they are.
+        --
+        -- An event whose data is one of its task's members at the time (task.completed: the task;
+        -- task.finished_downloading: its result; task.response_received: its response) and that is
+        -- committed with the task's completion keeps '' as its data (no event's data is empty
+        -- otherwise) and is rebuilt from the task's row when read. `refs_from` and `refs_to` bound
+        -- the seqs of such events of a task: before its row changes again (PATCH, another update,
+        -- removal) their data is written out in full.
+        ALTER TABLE tasks ADD COLUMN refs_from INTEGER;
+        ALTER TABLE tasks ADD COLUMN refs_to INTEGER;
+        -- Counts by state come from the unfinished tasks (the completed are the rest), so an index
+        -- of every task's state is not needed.
+        DROP INDEX tasks_by_state;
+        DROP INDEX tasks_unfinished;
+        CREATE INDEX tasks_unfinished ON tasks(session, state) WHERE state != 'completed';
+
+        -- Events name their session by a number (a session's identifier was most of a row and of
+        -- its index entries), their type by a code (EventRows.codes), and keep of an id made with
+        -- the event's own time (Event.newID(at:)) only its random part. Such an id is found
+        -- through events_by_time; an older one by a scan of its session's events: no index of ids.
+        CREATE TABLE event_sessions (
+            number INTEGER PRIMARY KEY,
+            identifier TEXT NOT NULL UNIQUE
+        ) STRICT;
+        INSERT INTO event_sessions (identifier) SELECT DISTINCT session FROM events ORDER BY session;
+        CREATE TABLE events_by_number (
+            session INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            type INTEGER NOT NULL,
+            task TEXT,
+            at INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            id TEXT NOT NULL,
+            PRIMARY KEY (session, seq)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO events_by_number (session, seq, type, task, at, data, id)
+            SELECT n.number, e.seq,
+                   CASE e.type WHEN 'task.created' THEN 1 WHEN 'task.resumed' THEN 2 WHEN 'task.suspended' THEN 3
+                     WHEN 'task.response_received' THEN 4 WHEN 'task.redirected' THEN 5 WHEN 'task.resumed_at_offset' THEN 6
+                     WHEN 'task.progress' THEN 7 WHEN 'task.finished_downloading' THEN 8 WHEN 'task.completed' THEN 9
+                     WHEN 'session.all_tasks_finished' THEN 10 WHEN 'session.invalidated' THEN 11 ELSE 0 END,
+                   e.task, e.at, e.data, e.id
+            FROM events AS e JOIN event_sessions AS n ON n.identifier = e.session;
+        DROP TABLE events;
+        ALTER TABLE events_by_number RENAME TO events;
+        CREATE INDEX events_by_time ON events(at);
+        """),
     ]
 }

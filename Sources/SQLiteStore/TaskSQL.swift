@@ -67,10 +67,12 @@ enum TaskSQL {
         }
     }
 
-    static func updateTask(_ task: TaskRecord, document doc: [UInt8], _ db: Database) throws {
-        try db.statement("UPDATE tasks SET state = ?, completed_at = ?, doc = ? WHERE session = ? AND id = ?")
+    /// `refs`: the seqs of this batch's events that refer to the row written here (`EventReferences`).
+    static func updateTask(_ task: TaskRecord, document doc: [UInt8], refs: ClosedRange<Int64>?, _ db: Database) throws {
+        try EventReferences.writeOut(session: task.session, task: task.id, db)
+        try db.statement("UPDATE tasks SET state = ?, completed_at = ?, doc = ?, refs_from = ?, refs_to = ? WHERE session = ? AND id = ?")
             .bind(.text(task.state.rawValue), .optionalInt(task.completedAt?.milliseconds), .utf8(doc),
-                  .text(task.session), .text(task.id))
+                  .optionalInt(refs?.lowerBound), .optionalInt(refs?.upperBound), .text(task.session), .text(task.id))
             .run()
     }
 
@@ -78,21 +80,22 @@ enum TaskSQL {
     /// completed row (a completion decided meanwhile wins: a completed task never runs again).
     static func updateState(session: String, id: String, state: TaskState, phase: TaskPhase, _ db: Database) throws {
         try db.statement("""
-            UPDATE tasks SET state = ?, doc = json_set(doc, '$.state', ?, '$.phase', ?)
+            UPDATE tasks SET state = ?, doc = json_set(doc, '$.phase', ?)
             WHERE session = ? AND id = ? AND state != 'completed'
             """)
-            .bind(.text(state.rawValue), .text(state.rawValue), .text(phase.rawValue), .text(session), .text(id))
+            .bind(.text(state.rawValue), .text(phase.rawValue), .text(session), .text(id))
             .run()
     }
 
-    /// The document with the row's own state put back in, so the state column and the document agree.
+    /// The state is the row's column, which the document leaves out: it stays as it is.
     static func updateTaskKeepingState(_ task: TaskRecord, document doc: [UInt8], _ db: Database) throws {
-        try db.statement("UPDATE tasks SET doc = json_set(?, '$.state', state) WHERE session = ? AND id = ? AND state != 'completed'")
+        try db.statement("UPDATE tasks SET doc = ? WHERE session = ? AND id = ? AND state != 'completed'")
             .bind(.utf8(doc), .text(task.session), .text(task.id))
             .run()
     }
 
     static func updateDetails(session: String, id: String, priority: Double, description: String?, _ db: Database) throws {
+        try EventReferences.writeOut(session: session, task: id, db)
         try db.statement("UPDATE tasks SET doc = json_set(doc, '$.priority', ?, '$.description', ?) WHERE session = ? AND id = ?")
             .bind(.real(priority), .optionalText(description), .text(session), .text(id))
             .run()
@@ -113,21 +116,23 @@ enum TaskSQL {
         }
     }
 
+    /// The events that referred to the row keep their data, written out.
     static func deleteTask(session: String, id: String, _ db: Database) throws {
+        try EventReferences.writeOut(session: session, task: id, db)
         try db.statement("DELETE FROM tasks WHERE session = ? AND id = ?").bind(.text(session), .text(id)).run()
     }
 
     /// The stored task with this id, or else with this idempotency key. Two lookups, each on its own index (an `OR` of the two would scan the session).
     static func existing(session: String, id: String, idempotencyKey: String?, _ db: Database) throws -> TaskRecord? {
-        let byID = try db.statement("SELECT doc FROM tasks WHERE session = ? AND id = ?")
+        let byID = try db.statement("SELECT \(recordColumns) FROM tasks WHERE session = ? AND id = ?")
         try byID.bind(.text(session), .text(id))
         defer { byID.reset() }
-        if try byID.step() { return decode(byID.text(0)) }
+        if try byID.step() { return decode(byID) }
         guard let idempotencyKey else { return nil }
-        let byKey = try db.statement("SELECT doc FROM tasks WHERE session = ? AND idempotency_key = ?")
+        let byKey = try db.statement("SELECT \(recordColumns) FROM tasks WHERE session = ? AND idempotency_key = ?")
         try byKey.bind(.text(session), .text(idempotencyKey))
         defer { byKey.reset() }
-        return try byKey.step() ? decode(byKey.text(0)) : nil
+        return try byKey.step() ? decode(byKey) : nil
     }
 
     // MARK: reads
@@ -152,28 +157,36 @@ enum TaskSQL {
         return result
     }
 
-    /// The stored documents of the tasks not yet completed, across sessions (decoded by the caller).
-    static func unfinishedDocuments(_ db: Database) throws -> [[UInt8]] {
-        let s = try db.statement("SELECT doc FROM tasks WHERE state != 'completed'")
+    /// The stored rows of the tasks not yet completed, across sessions (documents decoded by the caller).
+    static func unfinishedRows(_ db: Database) throws -> [(columns: TaskColumns, document: [UInt8])] {
+        let s = try db.statement("SELECT \(recordColumns) FROM tasks WHERE state != 'completed'")
         defer { s.reset() }
-        var documents: [[UInt8]] = []
-        while try s.step() { documents.append(s.blob(0)) }
-        return documents
+        var rows: [(columns: TaskColumns, document: [UInt8])] = []
+        while try s.step() {
+            if let columns = columns(s) { rows.append((columns, s.blob(6))) }
+        }
+        return rows
     }
 
-    /// From the indexes alone: an index-only count per session and state, and one index probe for
-    /// the maximum.
+    /// From the indexes alone: the unfinished tasks counted by state (`tasks_unfinished`), all of
+    /// a session's tasks counted (`tasks_by_sequence`) — the completed are the rest — and one index
+    /// probe for the maximum sequence.
     static func sessionSummaries(_ sessions: [String], _ db: Database) throws -> [String: SessionSummary] {
         var result: [String: SessionSummary] = [:]
-        let count = try db.statement("SELECT count(*) FROM tasks WHERE session = ? AND state = ?")
+        let unfinished = try db.statement("SELECT state, count(*) FROM tasks WHERE session = ? AND state != 'completed' GROUP BY state")
+        let all = try db.statement("SELECT count(*) FROM tasks INDEXED BY tasks_by_sequence WHERE session = ?")
         let maximum = try db.statement("SELECT max(sequence) FROM tasks WHERE session = ?")
         for session in sessions {
-            var counts: [TaskState: Int] = [:]
-            for state in TaskState.allCases {
-                try count.bind(.text(session), .text(state.rawValue))
-                if try count.step() { counts[state] = count.int(0) }
-                count.reset()
+            var counts = Dictionary(uniqueKeysWithValues: TaskState.allCases.map { ($0, 0) })
+            try unfinished.bind(.text(session))
+            while try unfinished.step() {
+                if let state = unfinished.text(0).flatMap(TaskState.init(rawValue:)) { counts[state] = unfinished.int(1) }
             }
+            unfinished.reset()
+            try all.bind(.text(session))
+            let total = try all.step() ? all.int(0) : 0
+            all.reset()
+            counts[.completed] = total - counts.values.reduce(0, +)
             try maximum.bind(.text(session))
             let max = try maximum.step() ? maximum.int64(0) : 0
             maximum.reset()
@@ -183,11 +196,13 @@ enum TaskSQL {
     }
 
     static func completedBefore(_ cutoff: Timestamp, limit: Int, _ db: Database) throws -> [TaskRecord] {
-        let s = try db.statement("SELECT doc FROM tasks WHERE completed_at IS NOT NULL AND completed_at < ? ORDER BY completed_at LIMIT ?")
+        let s = try db.statement("""
+            SELECT \(recordColumns) FROM tasks WHERE completed_at IS NOT NULL AND completed_at < ? ORDER BY completed_at LIMIT ?
+            """)
         try s.bind(.integer(cutoff.milliseconds), .int(limit))
         defer { s.reset() }
         var out: [TaskRecord] = []
-        while try s.step() { if let t = decode(s.text(0)) { out.append(t) } }
+        while try s.step() { if let t = decode(s) { out.append(t) } }
         return out
     }
 
@@ -200,16 +215,16 @@ enum TaskSQL {
     }
 
     static func loadTask(session: String, id: String, _ db: Database) throws -> TaskRecord? {
-        let s = try db.statement("SELECT doc FROM tasks WHERE session = ? AND id = ?")
+        let s = try db.statement("SELECT \(recordColumns) FROM tasks WHERE session = ? AND id = ?")
         try s.bind(.text(session), .text(id))
         defer { s.reset() }
-        return try s.step() ? decode(s.text(0)) : nil
+        return try s.step() ? decode(s) : nil
     }
 
     static func listTasks(session: String, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int,
                           _ db: Database) throws -> [TaskRecord]
     {
-        var sql = "SELECT doc FROM tasks WHERE session = ? AND sequence > ?"
+        var sql = "SELECT \(recordColumns) FROM tasks WHERE session = ? AND sequence > ?"
         var values: [SQLValue] = [.text(session), .integer(after)]
         if let state { sql += " AND state = ?"; values.append(.text(state.rawValue)) }
         if let kind { sql += " AND kind = ?"; values.append(.text(kind.rawValue)) }
@@ -219,12 +234,30 @@ enum TaskSQL {
         try s.bind(values)
         defer { s.reset() }
         var result: [TaskRecord] = []
-        while try s.step() { if let t = decode(s.text(0)) { result.append(t) } }
+        while try s.step() { if let t = decode(s) { result.append(t) } }
         return result
     }
 
-    static func decode(_ text: String?) -> TaskRecord? {
-        guard let text, let value = try? JSONParser.parse(Array(text.utf8)) else { return nil }
-        return TaskRecord(stored: value)
+    // MARK: rows
+
+    /// What a task is read from, in this order: `columns(_:)` and `decode(_:)` read them.
+    static let recordColumns = columnNames.joined(separator: ", ")
+    /// The same of `tasks AS t`, in a join.
+    static let joinedRecordColumns = columnNames.map { "t." + $0 }.joined(separator: ", ")
+    private static let columnNames = ["session", "id", "sequence", "kind", "state", "completed_at", "doc"]
+
+    static func columns(_ s: Statement, from first: Int32 = 0) -> TaskColumns? {
+        guard let session = s.text(first), let id = s.text(first + 1),
+              let kind = s.text(first + 3).flatMap(TaskKind.init(rawValue:)),
+              let state = s.text(first + 4).flatMap(TaskState.init(rawValue:))
+        else { return nil }
+        return TaskColumns(session: session, id: id, sequence: s.int64(first + 2), kind: kind, state: state,
+                           completedAt: s.isNull(first + 5) ? nil : Timestamp(milliseconds: s.int64(first + 5)))
+    }
+
+    /// The task of the row at `first` (`recordColumns`).
+    static func decode(_ s: Statement, from first: Int32 = 0) -> TaskRecord? {
+        guard let columns = columns(s, from: first), let value = try? JSONParser.parse(s.blob(first + 6)) else { return nil }
+        return TaskRecord(stored: value, columns: columns)
     }
 }

@@ -58,7 +58,20 @@ package struct Event: Sendable {
         return json.bytes
     }
 
-    package static func newID() -> String { "evt_" + RandomID.make() }
+    /// An id whose time is `at`, the event's own: the store finds an event by its id through its
+    /// time (`RandomID.time(of:)`) instead of keeping an index of ids.
+    package static func newID(at: Timestamp = .now()) -> String { idPrefix + RandomID.make(at: at) }
+
+    /// The id `newID(at:)` made, from its time and random part.
+    package static func newID(at: Timestamp, random: String) -> String { idPrefix + RandomID.make(at: at, random: random) }
+
+    package static let idPrefix = "evt_"
+
+    /// The time an id made by `newID(at:)` carries, when it has the form of one.
+    package static func time(ofID id: String) -> Timestamp? {
+        guard id.hasPrefix(idPrefix) else { return nil }
+        return RandomID.time(of: id.utf8.dropFirst(idPrefix.utf8.count))
+    }
 }
 
 /// An event about to happen: journaled with the change that causes it, which assigns its seq.

@@ -15,16 +15,12 @@ package enum RandomID {
     /// Base-36 digits in ASCII order, so that ids sort as their times do.
     private static let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
     private static let state = Locked(Xoshiro256StarStar())
-    private static let timeDigits = 9
-    private static let randomDigits = 11
+    package static let timeDigits = 9
+    package static let randomDigits = 11
 
     package static func make(at time: Timestamp = .now()) -> String {
         var out = [UInt8](repeating: 0, count: timeDigits + randomDigits)
-        var millis = UInt64(max(0, time.milliseconds))
-        for i in (0..<timeDigits).reversed() {
-            out[i] = digits[Int(millis % 36)]
-            millis /= 36
-        }
+        writeTime(time, into: &out)
         state.withLock { generator in
             var bits: UInt64 = 0
             var left = 0
@@ -43,6 +39,35 @@ package enum RandomID {
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    /// The id made at `time` with the random part `random` (as one of these ids has it).
+    package static func make(at time: Timestamp, random: String) -> String {
+        var out = [UInt8](repeating: 0, count: timeDigits)
+        writeTime(time, into: &out)
+        out += random.utf8
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func writeTime(_ time: Timestamp, into out: inout [UInt8]) {
+        var millis = UInt64(max(0, time.milliseconds))
+        for i in (0..<timeDigits).reversed() {
+            out[i] = digits[Int(millis % 36)]
+            millis /= 36
+        }
+    }
+
+    /// The creation time of an id made by `make(at:)`, when `id` has the form of one.
+    package static func time<S: Collection<UInt8>>(of id: S) -> Timestamp? {
+        guard id.count == timeDigits + randomDigits else { return nil }
+        var millis: Int64 = 0
+        for (i, c) in id.enumerated() {
+            guard let v = digitValues[Int(c)] else { return nil }
+            if i < timeDigits { millis = millis * 36 + Int64(v) }
+        }
+        return Timestamp(milliseconds: millis)
+    }
+
+    private static let digitValues: [Int?] = (0..<256).map { c in digits.firstIndex(of: UInt8(c)) }
 }
 
 struct Xoshiro256StarStar: RandomNumberGenerator {

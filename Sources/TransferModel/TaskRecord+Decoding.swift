@@ -1,38 +1,46 @@
 import JSON
 
-/// Reads a task back from its stored document (the API object plus `_internal`).
+/// Reads a task back from its stored document and the columns of its row. Documents stored before
+/// they left out defaults (the whole task object with `_internal`) read the same way: a member
+/// present is taken, one absent is its default.
 extension TaskRecord {
-    package init?(stored value: JSONValue) {
-        guard let session = value["session"]?.stringValue, let id = value["id"]?.stringValue,
-              let kind = value["kind"]?.stringValue.flatMap(TaskKind.init(rawValue:)),
-              let request = value["request"], let url = request["url"]?.stringValue,
-              let method = request["method"]?.stringValue,
-              let created = value["created_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:)),
-              let extra = value["_internal"], let sequence = extra["sequence"]?.intValue
+    package init?(stored value: JSONValue, columns: TaskColumns) {
+        guard let request = value["request"], let url = request["url"]?.stringValue,
+              let created = value["created_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
         else { return nil }
-        self.init(session: session, id: id, sequence: sequence, kind: kind, url: url, method: method, createdAt: created)
-        state = value["state"]?.stringValue.flatMap(TaskState.init(rawValue:)) ?? .suspended
-        phase = value["phase"]?.stringValue.flatMap(TaskPhase.init(rawValue:)) ?? .waiting
+        let extra = value["_internal"]
+        self.init(session: columns.session, id: columns.id, sequence: columns.sequence, kind: columns.kind, url: url,
+                  method: request["method"]?.stringValue ?? "GET", createdAt: created)
+        state = columns.state
+        phase = value["phase"]?.stringValue.flatMap(TaskPhase.init(rawValue:)) ?? TaskRecord.defaultPhase(columns.state)
         priority = value["priority"]?.numberValue ?? 0.5
         description = value["description"]?.stringValue
         headers = TaskRecord.headers(request["headers"])
         destination = value["download"]?["destination"]?.stringValue
         checksumSHA256 = value["checksum"]?["sha256"]?.stringValue
         beginAt = value["begin_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
-        currentURL = value["current_url"]?.stringValue
+        // Absent: the request's url; null: none yet.
+        currentURL = value["current_url"].map { $0.stringValue } ?? url
         if let r = value["response"], let status = r["status"]?.intValue {
-            response = TaskResponse(status: Int(status), headers: TaskRecord.headers(r["headers"]),
-                                    mimeType: r["mime_type"]?.stringValue,
-                                    expectedContentLength: r["expected_content_length"]?.intValue,
-                                    suggestedFilename: r["suggested_filename"]?.stringValue)
+            var head = TaskResponse(status: Int(status), headers: TaskRecord.headers(r["headers"]), mimeType: nil,
+                                    expectedContentLength: nil, suggestedFilename: r["suggested_filename"]?.stringValue)
+            head.mimeType = TaskResponse.stored(r["mime_type"], derived: head.derivedMimeType) { $0.stringValue }
+            head.expectedContentLength = TaskResponse.stored(r["expected_content_length"], derived: head.derivedContentLength) {
+                $0.intValue
+            }
+            response = head
         }
-        if let p = value["progress"] {
+        // Absent, the progress is all defaults: nothing received, nothing more expected.
+        do {
+            let p = value["progress"] ?? .object([])
             progress.bytesReceived = p["bytes_received"]?.intValue ?? 0
-            progress.bytesExpectedToReceive = p["bytes_expected_to_receive"]?.intValue ?? -1
+            progress.bytesExpectedToReceive = p["bytes_expected_to_receive"]?.intValue ?? progress.bytesReceived
             progress.bytesSent = p["bytes_sent"]?.intValue ?? 0
             progress.bytesExpectedToSend = p["bytes_expected_to_send"]?.intValue ?? -1
+            progress.bytesPerSecond = p["bytes_per_second"]?.numberValue ?? 0
         }
-        if let r = value["result"], let location = r["location"]?.stringValue, let size = r["size"]?.intValue,
+        if let r = value["result"], let location = r["location"]?.stringValue ?? destination,
+           let size = r["size"]?.intValue ?? Optional(progress.bytesReceived),
            let sha = r["sha256"]?.stringValue
         {
             result = DownloadResult(location: location, size: size, sha256: sha)
@@ -55,11 +63,17 @@ extension TaskRecord {
             metrics.totalMs = t?["total"]?.numberValue ?? 0
         }
         startedAt = value["started_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
-        completedAt = value["completed_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
+        completedAt = columns.completedAt
         nextAttemptAt = value["next_attempt_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
+        if let m = value["multipart"] {
+            multipart = MultipartSpec(field: m["field"]?.stringValue ?? "file", filename: m["filename"]?.stringValue,
+                                      mimeType: m["mime_type"]?.stringValue ?? "application/octet-stream",
+                                      fields: TaskRecord.headers(m["fields"]))
+        }
+        validator = TaskResponse.stored(value["_internal"]?["validator"], derived: response?.derivedValidator) { $0.stringValue }
+        guard let extra else { return }
         idempotencyKey = extra["idempotency_key"]?.stringValue
         idempotencyHash = extra["idempotency_hash"]?.stringValue
-        validator = extra["validator"]?.stringValue
         bodyLocation = extra["body_location"]?.stringValue
         if let r = extra["resume_from"], let url = r["url"]?.stringValue, let validator = r["validator"]?.stringValue,
            let offset = r["offset"]?.intValue, let partial = r["partial"]?.stringValue, let origin = r["origin"]?.stringValue
@@ -75,11 +89,6 @@ extension TaskRecord {
             body = .file(file)
         } else if let task = extra["body_task"]?.stringValue {
             body = .task(task)
-        }
-        if let m = value["multipart"] {
-            multipart = MultipartSpec(field: m["field"]?.stringValue ?? "file", filename: m["filename"]?.stringValue,
-                                      mimeType: m["mime_type"]?.stringValue ?? "application/octet-stream",
-                                      fields: TaskRecord.headers(m["fields"]))
         }
     }
 

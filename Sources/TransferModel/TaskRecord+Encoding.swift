@@ -1,9 +1,8 @@
 import JSON
 
 extension TaskRecord {
-    /// The task object of the API. With `storage`, also the fields transferd keeps for itself
-    /// (the stored form is this same document, so one encoder serves both).
-    package func encode(into json: inout JSONWriter, storage: Bool = false) {
+    /// The task object of the API.
+    package func encode(into json: inout JSONWriter) {
         json.beginObject()
         json.key("id"); json.string(id)
         json.key("session"); json.string(session)
@@ -48,15 +47,7 @@ extension TaskRecord {
         if let response { response.encode(into: &json) } else { json.null() }
         json.key("progress"); encodeProgress(into: &json)
         json.key("result")
-        if let result {
-            json.beginObject()
-            json.key("location"); json.string(result.location)
-            json.key("size"); json.int(result.size)
-            json.key("sha256"); json.string(result.sha256)
-            json.endObject()
-        } else {
-            json.null()
-        }
+        if let result { result.encode(into: &json) } else { json.null() }
         json.key("error")
         if let error {
             json.beginObject()
@@ -73,56 +64,6 @@ extension TaskRecord {
         json.key("started_at"); json.optionalString(startedAt?.rfc3339)
         json.key("completed_at"); json.optionalString(completedAt?.rfc3339)
         json.key("next_attempt_at"); json.optionalString(nextAttemptAt?.rfc3339)
-        if storage { encodeInternal(into: &json) }
-        json.endObject()
-    }
-
-    /// The stored document, for a task whose API encoding is not at hand.
-    package func storageDocument() -> [UInt8] {
-        var json = JSONWriter(capacity: 1024)
-        encode(into: &json, storage: true)
-        return json.bytes
-    }
-
-    /// The stored document built from the API encoding (`api`): the same object with `_internal`
-    /// added, so a new task is encoded once for its row and its reply.
-    package func storageDocument(api: [UInt8]) -> [UInt8] {
-        var json = JSONWriter(capacity: 256)
-        json.beginObject()
-        encodeInternal(into: &json)
-        json.endObject()
-        // `{…}` + `{"_internal":…}` → `{…,"_internal":…}`
-        var doc = api
-        doc.removeLast()
-        doc.append(0x2C)
-        doc.append(contentsOf: json.bytes.dropFirst())
-        return doc
-    }
-
-    private func encodeInternal(into json: inout JSONWriter) {
-        json.key("_internal"); json.beginObject()
-        json.key("sequence"); json.int(sequence)
-        json.key("idempotency_key"); json.optionalString(idempotencyKey)
-        json.key("idempotency_hash"); json.optionalString(idempotencyHash)
-        json.key("validator"); json.optionalString(validator)
-        json.key("body_location"); json.optionalString(bodyLocation)
-        if let resumeFrom {
-            json.key("resume_from"); json.beginObject()
-            json.key("url"); json.string(resumeFrom.url)
-            json.key("validator"); json.string(resumeFrom.validator)
-            json.key("offset"); json.int(resumeFrom.offset)
-            json.key("partial"); json.string(resumeFrom.partial)
-            json.key("destination"); json.optionalString(resumeFrom.destination)
-            json.key("origin"); json.string(resumeFrom.origin)
-            json.endObject()
-        }
-        switch body {
-        case .inline(let bytes)?: json.key("body_inline"); json.string(Base64.encode(bytes))
-        case .blob(let id, let owned)?: json.key("body_blob"); json.string(id); json.key("body_blob_owned"); json.bool(owned)
-        case .file(let path)?: json.key("body_file"); json.string(path)
-        case .task(let id)?: json.key("body_task"); json.string(id)
-        case nil: break
-        }
         json.endObject()
     }
 
@@ -193,6 +134,23 @@ extension TaskResponse {
         json.key("mime_type"); json.optionalString(mimeType)
         json.key("expected_content_length"); if let n = expectedContentLength { json.int(n) } else { json.null() }
         json.key("suggested_filename"); json.optionalString(suggestedFilename)
+        json.endObject()
+    }
+}
+
+extension DownloadResult {
+    /// The `result` member of a task, also the data of `task.finished_downloading`.
+    package func jsonBytes() -> [UInt8] {
+        var json = JSONWriter(capacity: 160)
+        encode(into: &json)
+        return json.bytes
+    }
+
+    func encode(into json: inout JSONWriter) {
+        json.beginObject()
+        json.key("location"); json.string(location)
+        json.key("size"); json.int(size)
+        json.key("sha256"); json.string(sha256)
         json.endObject()
     }
 }

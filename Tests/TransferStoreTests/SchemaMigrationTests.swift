@@ -59,4 +59,59 @@ struct SchemaMigrationTests {
         #expect(summaries["com.example.a"]?.maxSequence == 3)
         #expect(summaries["other"]?.maxSequence == 1)
     }
+
+    /// A database of migration 30: full task documents, and events with their sessions' names,
+    /// type names, random ids and the whole task in `task.completed`.
+    @Test func eventsAndDocumentsSurviveTheMoveToCompactRows() throws {
+        let path = try databaseAt(version: 30, with: [])
+        defer { for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) } }
+        // As 0.1.0 wrote them: the whole task object (also the data of its task.completed), nulls
+        // and all, with `_internal` in the row.
+        let completedData = #"""
+            {"id":"t1","session":"com.example.a","kind":"download","state":"completed","phase":"finished","priority":0.5,\#
+            "description":null,"request":{"url":"https://example.com/t1","method":"GET","headers":{},"body":null},\#
+            "download":{"destination":"/out/t1"},"begin_at":null,"current_url":null,"response":{"status":200,\#
+            "headers":{"Content-Type":"text/plain"},"mime_type":"text/plain","expected_content_length":null,"suggested_filename":"t1"},\#
+            "progress":{"bytes_received":3,"bytes_expected_to_receive":-1,"bytes_sent":0,"bytes_expected_to_send":-1,"fraction":null,\#
+            "bytes_per_second":0},"result":{"location":"/out/t1","size":3,"sha256":"abc"},"error":null,"metrics":{"attempts":1,\#
+            "redirect_count":0,"remote_address":null,"protocol":null,"reused_connection":false,"timings_ms":{"dns":0,"connect":0,\#
+            "tls":0,"first_byte":0,"total":0}},"created_at":"2026-11-17T10:13:20.001Z","started_at":null,\#
+            "completed_at":"2026-11-18T11:08:20.001Z","next_attempt_at":null}
+            """#
+        let oldDocument = String(completedData.dropLast())
+            + #","_internal":{"sequence":1,"idempotency_key":null,"idempotency_hash":null,"validator":null,"body_location":null}}"#
+        let old: [(seq: Int64, id: String, type: String, data: String)] = [
+            (1, "evt_0123456789abcdefghij", "task.created", #"{"kind":"download"}"#),
+            (2, "evt_old2", "task.completed", completedData),
+            (3, "evt_old3", "session.all_tasks_finished", "{}"),
+        ]
+        do {  // closed before the store opens it
+            let db = try Database(path: path)
+            try db.statement("""
+                INSERT INTO tasks (session, id, sequence, kind, state, completed_at, doc)
+                VALUES ('com.example.a', 't1', 1, 'download', 'completed', 1795000100001, ?)
+                """).bind(.text(oldDocument)).run()
+            for e in old {
+                try db.statement("INSERT INTO events (session, seq, id, type, task, at, data) VALUES ('com.example.a', ?, ?, ?, 't1', ?, ?)")
+                    .bind(.integer(e.seq), .text(e.id), .text(e.type), .integer(1_795_000_000_000 + e.seq), .text(e.data)).run()
+            }
+        }
+        let store = try SQLiteTransferStore(path: path)
+        defer { store.close() }
+        let events = try store.events(session: "com.example.a", after: 0, limit: 10)
+        #expect(events.map(\.id) == old.map(\.id) && events.map(\.type.rawValue) == old.map(\.type))
+        #expect(events.map { String(decoding: $0.data, as: UTF8.self) } == old.map(\.data))
+        #expect(try store.event(session: "com.example.a", id: "evt_old2")?.seq == 2)
+        #expect(try store.event(session: "com.example.a", id: "evt_0123456789abcdefghij")?.seq == 1)
+        #expect(try store.loadSessions().isEmpty)  // events alone make no session
+
+        // The old document reads as the API showed it, and takes a PATCH.
+        let task = try #require(try store.loadTask(session: "com.example.a", id: "t1"))
+        #expect(String(decoding: task.jsonBytes(), as: UTF8.self) == completedData)
+        try store.apply([.updateDetails(session: "com.example.a", id: "t1", priority: 0.7, description: nil),
+                         .insertEvents([Event(id: Event.newID(), seq: 4, session: "com.example.a", type: .taskCompleted, task: "t1",
+                                              at: .now(), data: Array("{}".utf8))])])
+        #expect(try store.loadTask(session: "com.example.a", id: "t1")?.priority == 0.7)
+        #expect(try store.events(session: "com.example.a", after: 0, limit: 10).map(\.seq) == [1, 2, 3, 4])
+    }
 }

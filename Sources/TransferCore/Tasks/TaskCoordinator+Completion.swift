@@ -1,5 +1,4 @@
 import Glibc
-import JSON
 import Lifecycles
 import Reactor
 import TransferEngine
@@ -179,13 +178,7 @@ extension TaskCoordinator {
     private static func completionEvents(_ record: TaskRecord, api: [UInt8], endsBusy: Bool) -> [EventDraft] {
         var events: [EventDraft] = []
         if let result = record.result, record.error == nil {
-            var json = JSONWriter()
-            json.beginObject()
-            json.key("location"); json.string(result.location)
-            json.key("size"); json.int(result.size)
-            json.key("sha256"); json.string(result.sha256)
-            json.endObject()
-            events.append(EventDraft(.taskFinishedDownloading, task: record.id, data: json.bytes))
+            events.append(EventDraft(.taskFinishedDownloading, task: record.id, data: result.jsonBytes()))
         }
         events.append(EventDraft(.taskCompleted, task: record.id, data: api, endsBusyTask: endsBusy))
         return events

@@ -137,9 +137,9 @@ extension TaskCoordinator {
     private func insert(_ records: [TaskRecord], spooled: [Blob], in session: SessionState, idempotency: IdempotencyClaim?,
                         completion: @escaping @Sendable (Result<CreationOutcome, Refusal>) -> Void)
     {
-        // Encoded here, not on the writer thread: the reply and the row share one encoding.
+        // Encoded here, not on the writer thread: the replies and the rows.
         let replies = records.map { $0.jsonBytes() }
-        let documents = zip(records, replies).map { $0.storageDocument(api: $1) }
+        let documents = records.map { $0.storageDocument() }
         persist(session, events: records.map { EventDraft.summary($0, .taskCreated) },
                 spooled.map { .insertBlob($0) } + [.insertTasks(records, documents: documents)]) { [self] result in
             if case .failure = result, let blobs {

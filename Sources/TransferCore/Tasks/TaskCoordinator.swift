@@ -111,7 +111,7 @@ package final class TaskCoordinator: @unchecked Sendable {
             guard !all.isEmpty else { return [] }
             var events: [Event] = []
             func append(_ draft: EventDraft) {
-                events.append(Event(id: Event.newID(), seq: session.nextEventSeq, session: session.identifier, type: draft.type,
+                events.append(Event(id: Event.newID(at: now), seq: session.nextEventSeq, session: session.identifier, type: draft.type,
                                     task: draft.task, at: now, data: draft.data))
                 session.nextEventSeq += 1
             }
@@ -129,14 +129,14 @@ package final class TaskCoordinator: @unchecked Sendable {
     /// publishes it: its completion, or what an attempt's end made of it (progress, response,
     /// phase). The latter never changes `state`, which suspend and resume decide: one of those
     /// may have been decided since the record was taken, and be committed before or after it.
-    /// The task is encoded once, here (not on the store's writer), for its row, its cached reply
-    /// (when completed) and any event that carries it (`api` is passed to `events`).
+    /// The task is encoded here (not on the store's writer), for its row, its cached reply (when
+    /// completed) and any event that carries it (`api` is passed to `events`).
     func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
                 events: ([UInt8]) -> [EventDraft] = { _ in [] }, endsBusy: Bool = false,
                 also: [StoreChange] = [], then: (@Sendable () -> Void)? = nil)
     {
         let api = record.jsonBytes()
-        let document = record.storageDocument(api: api)
+        let document = record.storageDocument()
         let update: StoreChange = record.isCompleted
             ? .updateTask(record, document: document) : .updateTaskKeepingState(record, document: document)
         persist(session, events: events(api), reportedBy: entry, [update] + also) { [self] result in
