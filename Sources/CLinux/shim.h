@@ -15,6 +15,7 @@
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 extern int pthread_setname_np(pthread_t thread, const char *name);
 extern int sync_file_range(int fd, __off64_t offset, __off64_t nbytes, unsigned int flags);
+extern int syncfs(int fd);
 
 // sync_file_range(2) with SYNC_FILE_RANGE_WRITE (a _GNU_SOURCE constant): starts writeback of the
 // dirty pages in the range without waiting for it, so a later fsync finds little left to write.

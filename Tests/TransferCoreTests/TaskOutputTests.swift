@@ -108,7 +108,7 @@ struct TaskOutputTests {
             })
             let results = reports.all
             #expect(results.map(\.0) == [0, 1, 2])
-            #expect(results[0].1 == nil && results[2].1 == nil)
+            #expect(results[0].1 == nil && results[2].1 == nil, "\(results.map { $0.1?.message ?? "ok" })")
             #expect(results[1].1 != nil)
             outputs[1].discard()
             #expect(contents(directory + "/a.bin") == "a.bin")

@@ -93,10 +93,10 @@ final class TaskOutput: @unchecked Sendable {
         }
     }
 
-    /// Starts writing the file's dirty pages to the device without waiting, so that the fsyncs of
-    /// a group of files (`syncData`) wait for the device once rather than once each.
-    func startWriteback() {
-        _ = transferd_start_writeback(fd, 0, 0)
+    /// The file system the file is on (its device number), for one `syncfs` per file system.
+    var device: UInt64 {
+        var st = stat()
+        return fstat(fd, &st) == 0 ? UInt64(st.st_dev) : 0
     }
 
     /// The file's bytes on the device.
