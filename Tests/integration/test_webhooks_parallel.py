@@ -90,6 +90,25 @@ def test_a_failing_event_is_retried_and_delivered_after_the_others(start_transfe
              == [(1, 503), (2, 200)], message=f"both attempts of event {failed} listed")
 
 
+def test_sixteen_in_flight_are_sent_at_once(transferd, origin, receiver):
+    # More than the six connections to a host an engine session gets by default.
+    sid = unique("parallel")
+    assert put_session(transferd, sid, "background").status_code == 201
+    for size in range(10, 16):
+        run_task(transferd, sid, download(origin.url(f"/bytes/{size}")))
+    journal = wait_events(transferd, sid, lambda es: len(es) > 16 and es[-1]["type"] == "session.all_tasks_finished")
+    seqs = {e["seq"] for e in journal}
+
+    # The receiver holds every answer for 5 s: 16 deliveries can only arrive meanwhile if they
+    # are out together, and a 17th only once one of them is answered.
+    receiver.respond_with(200, times=None, delay=5)
+    assert put_session(transferd, sid, "background", delegate=delegate_for(receiver, max_in_flight=16)).status_code == 200
+    receiver.wait_for(lambda ds: len(ds) >= 16, timeout=4)
+    assert len(receiver.deliveries) == 16
+    receiver.clear_responses()
+    receiver.wait_for(lambda ds: accepted_seqs(ds) == seqs, timeout=30)
+
+
 def test_one_at_a_time_is_the_default(transferd, receiver):
     sid = unique("parallel")
     response = put_session(transferd, sid, "background", delegate=delegate_for(receiver))
