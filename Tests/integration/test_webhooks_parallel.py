@@ -62,8 +62,8 @@ def test_a_failing_event_does_not_hold_back_the_others(transferd, origin, receiv
 
 
 def test_a_failing_event_is_retried_and_delivered_after_the_others(start_transferd, api_token, origin, receiver):
-    # A retry 3 s after a failure: the other events, sent meanwhile, take milliseconds.
-    td = start_transferd("--webhook-retry-schedule", "0,3s", api_token=api_token)
+    # A retry 5 s after a failure: the other events, sent meanwhile, take milliseconds.
+    td = start_transferd("--webhook-retry-schedule", "0,5s", api_token=api_token)
     sid = unique("parallel")
     assert put_session(td, sid, "background").status_code == 201
     for size in (10, 11, 12, 13):
