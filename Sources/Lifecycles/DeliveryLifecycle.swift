@@ -5,8 +5,10 @@
 /// nor randomness and every transition can be tested on its own.
 ///
 /// Up to `maxInFlight` events are out at once (sent, or waiting to be sent again), each with its
-/// own attempts and backoff. An event delivered before one offered earlier is held until that one
-/// is delivered too: `deliveredThrough` only ever advances over an unbroken run of delivered events.
+/// own attempts and backoff. `deliveredThrough` only ever advances over an unbroken run of
+/// delivered events: it stops before the earliest event still out. Events delivered past that one
+/// leave no trace in the value — every event offered is either out or delivered — so one backing
+/// off for hours while thousands behind it are delivered keeps the value at `maxInFlight` slots.
 public struct DeliveryLifecycle: Lifecycle {
     /// Delays before each attempt: the first at once, then growing to a day. An event is tried as
     /// many times as the schedule has entries.
@@ -51,13 +53,11 @@ public struct DeliveryLifecycle: Lifecycle {
 
     public typealias Transition = LifecycleTransition<DeliveryLifecycle>
 
-    /// One offered event not yet counted in `deliveredThrough`.
+    /// One offered event that is out: sent, or waiting to be sent again.
     struct Slot: Equatable {
         enum Progress: Equatable {
             case inFlight
             case backingOff
-            /// Delivered (or skipped), waiting for an earlier event to be delivered.
-            case delivered
         }
 
         let seq: Int64
@@ -66,7 +66,8 @@ public struct DeliveryLifecycle: Lifecycle {
     }
 
     enum State: Equatable {
-        /// Offered events in `seq` order; none is idle.
+        /// The events out, in `seq` order: at most `maxInFlight`. Every other event up to
+        /// `offeredThrough` is delivered.
         case delivering([Slot])
         case disabled(DisableReason)
     }
@@ -103,7 +104,7 @@ public struct DeliveryLifecycle: Lifecycle {
     /// Whether another event may be offered: enabled, and fewer than `maxInFlight` out.
     public var wantsEvent: Bool {
         guard case .delivering(let slots) = current else { return false }
-        return slots.count(where: { $0.progress != .delivered }) < maxInFlight
+        return slots.count < maxInFlight
     }
 
     public mutating func handle(_ event: Event) -> Transition {
@@ -136,11 +137,10 @@ public struct DeliveryLifecycle: Lifecycle {
             // Skipping takes no room in flight: nothing is sent.
             guard seq > offeredThrough else { return nil }
             offeredThrough = seq
-            slots.append(Slot(seq: seq, attempt: 0, progress: .delivered))
             return advance(slots)
         case .attemptSucceeded(let seq):
             guard let i = slots.firstIndex(where: { $0.seq == seq && $0.progress == .inFlight }) else { return nil }
-            slots[i].progress = .delivered
+            slots.remove(at: i)
             return advance(slots)
         case .attemptFailed(let seq, let retryAfter, let jitter):
             guard let i = slots.firstIndex(where: { $0.seq == seq && $0.progress == .inFlight }) else { return nil }
@@ -176,12 +176,13 @@ public struct DeliveryLifecycle: Lifecycle {
         }
     }
 
-    /// Counts the unbroken run of delivered events at the front as delivered.
+    /// Counts every offered event before the earliest one out (all of them when none is out) as
+    /// delivered.
     private mutating func advance(_ slots: [Slot]) -> [Action] {
-        let run = slots.prefix { $0.progress == .delivered }
-        current = .delivering(Array(slots.dropFirst(run.count)))
-        guard let last = run.last else { return [] }
-        deliveredThrough = last.seq
-        return [.markDelivered(through: last.seq)]
+        current = .delivering(slots)
+        let through = slots.first.map { $0.seq - 1 } ?? offeredThrough
+        guard through > deliveredThrough else { return [] }
+        deliveredThrough = through
+        return [.markDelivered(through: through)]
     }
 }

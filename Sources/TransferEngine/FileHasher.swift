@@ -53,14 +53,24 @@ public final class FileHasher: @unchecked Sendable {
         }) { schedule() }
     }
 
-    /// The file is complete at `size`: `done` gets the hex digest once everything is hashed.
+    /// What is left to hash at the end, at most, for the caller to hash it itself.
+    static let finishInline: Int64 = 64 << 10
+
+    /// The file is complete at `size`: `done` gets the hex digest once everything is hashed. When
+    /// no pool thread has the hasher and little is left — all of a small file — the caller hashes
+    /// it and `done` runs before this returns: tens of microseconds, where waiting for a pool
+    /// thread took tens of milliseconds in a burst of small downloads (the pool's few threads
+    /// were busy finishing the files before them).
     public func finish(size: Int64, done: @escaping (String?) -> Void) {
         if control.withLock({ c -> Bool in
             c.available = size
             c.finalSize = size
             c.done = done
             return c.scheduleIfIdle()
-        }) { schedule() }
+        }) {
+            // Scheduled by this call, so `hashed` is this thread's until `work` lets go.
+            if size - hashed <= Self.finishInline { work() } else { schedule() }
+        }
     }
 
     /// Stops hashing; `done` (with nil) runs once no pool thread touches the file any more.

@@ -29,6 +29,8 @@ final class MultiLoop: @unchecked Sendable {
     let counters = LoopCounters()
     /// Outcomes waiting for a hasher to let go of their file before they reach the observer.
     private let undelivered = Atomic<Int>(0)
+    /// The connection cache's size as last set (`sizeConnectionCache`).
+    private var connectionCacheSize = 0
 
     init(index: Int, policy: NetworkPolicy, shared: EngineShared) {
         loop = EventLoop(name: "curl-\(index)")
@@ -106,6 +108,7 @@ final class MultiLoop: @unchecked Sendable {
         transfer.easy = easy
         transfer.running = true
         runningCount += 1
+        sizeConnectionCache()
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer[0] = 0
         errorBuffers[ObjectIdentifier(transfer)] = errorBuffer
@@ -137,6 +140,21 @@ final class MultiLoop: @unchecked Sendable {
         transfer.setupFailure = failure
         deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
         admission.offer(q)
+    }
+
+    /// Connections kept however few transfers run.
+    static let connectionCacheFloor = 64
+
+    /// curl sizes its connection cache at four per transfer added unless told otherwise, so a loop
+    /// down to a transfer or two closes all but a handful of the connections a burst opened, and
+    /// the next burst to the same hosts connects again: webhooks to one receiver, up to 16 out at
+    /// once but often only one or two, opened a connection every seven requests. The same rule
+    /// with a floor keeps that many; idle ones still close after curl's `CURLOPT_MAXAGE_CONN`.
+    private func sizeConnectionCache() {
+        let size = max(Self.connectionCacheFloor, 4 * runningCount)
+        guard size != connectionCacheSize else { return }
+        connectionCacheSize = size
+        _ = transferd_multi_setopt_long(UnsafeMutableRawPointer(multi), CURLMOPT_MAXCONNECTS, size)
     }
 
     /// Large receive buffers make a lone download write in big pieces (page-cache writes of 1 MiB
@@ -230,6 +248,7 @@ final class MultiLoop: @unchecked Sendable {
         transfer.running = false
         pacer.forget(transfer)
         runningCount -= 1
+        sizeConnectionCache()
         pool.give(easy, cookieEngine: transfer.usesCookieEngine)
         releaseRetiredShares()
         let q = transfer.session
@@ -244,9 +263,10 @@ final class MultiLoop: @unchecked Sendable {
     }
 
     /// Hands the outcome to the observer once the hasher, if any, has caught up (a successful file
-    /// gets its digest) or let go of the file: at once on this loop without a hasher, else on the
-    /// hasher's pool thread. Observers hand completions on to their own executor, so a turn of
-    /// this loop in between would only forward it.
+    /// gets its digest) or let go of the file: at once on this loop without a hasher or when what
+    /// was left to hash was little (`FileHasher.finish`), else on the hasher's pool thread.
+    /// Observers hand completions on to their own executor, so a turn of this loop in between
+    /// would only forward it.
     private func deliver(_ transfer: Transfer, outcome: TransferOutcome) {
         if case .segments(let segments) = transfer.files.body {
             for case .file(let fd, _, _) in segments { close(fd) }

@@ -3,7 +3,8 @@ import Testing
 
 /// Every state of one session's webhook delivery against every event: the rows list what each
 /// pair does; a pair not listed must be refused as invalid, leaving the value as it was. Events up
-/// to 4 are delivered; event 5 is the one out.
+/// to 4 are delivered; event 5 is the one out. In the states "… behind", two may be out and event
+/// 6 was delivered (or skipped) while 5 is still out.
 struct DeliveryLifecycleTests {
     typealias E = DeliveryLifecycle.Event
     typealias A = DeliveryLifecycle.Action
@@ -11,8 +12,9 @@ struct DeliveryLifecycleTests {
 
     static let last = DeliveryLifecycle.standardSchedule.count
 
-    static func delivery(_ state: DeliveryLifecycle.State, offered: Int64 = 4, delivered: Int64 = 4) -> DeliveryLifecycle {
-        DeliveryLifecycle(state, deliveredThrough: delivered, offeredThrough: offered, maxInFlight: 1,
+    static func delivery(_ state: DeliveryLifecycle.State, offered: Int64 = 4, delivered: Int64 = 4,
+                         maxInFlight: Int = 1) -> DeliveryLifecycle {
+        DeliveryLifecycle(state, deliveredThrough: delivered, offeredThrough: offered, maxInFlight: maxInFlight,
                           schedule: DeliveryLifecycle.standardSchedule)
     }
 
@@ -21,12 +23,19 @@ struct DeliveryLifecycleTests {
         delivery(.delivering([Slot(seq: 5, attempt: attempt, progress: .inFlight)]), offered: 5)
     }
     static let backingOff = delivery(.delivering([Slot(seq: 5, attempt: 2, progress: .backingOff)]), offered: 5)
+    /// Event 6 delivered while 5 is out: nothing of 6 remains but `offeredThrough`.
+    static func behind(_ progress: Slot.Progress, attempt: Int) -> DeliveryLifecycle {
+        delivery(.delivering([Slot(seq: 5, attempt: attempt, progress: progress)]), offered: 6, maxInFlight: 2)
+    }
+    static let idleTwo = delivery(.delivering([]), maxInFlight: 2)
     static let gone = delivery(.disabled(.gone))
     static let exhausted = delivery(.disabled(.exhausted(attempts: last)))
 
     static let states: [(name: String, value: DeliveryLifecycle)] = [
         ("idle", idle), ("in flight", inFlight(attempt: 1)), ("in flight, last attempt", inFlight(attempt: last)),
         ("backing off", backingOff), ("disabled: gone", gone), ("disabled: exhausted", exhausted),
+        ("in flight, 6 delivered behind", behind(.inFlight, attempt: 1)),
+        ("backing off, 6 delivered behind", behind(.backingOff, attempt: 2)),
     ]
 
     static let events: [E] = [
@@ -51,9 +60,9 @@ struct DeliveryLifecycleTests {
 
         // The schedule's second delay (5 s) after the first attempt, with the caller's jitter;
         // a longer Retry-After wins.
-        ("in flight", .eventSkipped(seq: 6),
-         delivery(.delivering([Slot(seq: 5, attempt: 1, progress: .inFlight), Slot(seq: 6, attempt: 0, progress: .delivered)]),
-                  offered: 6), []),
+        // A skipped event counts as delivered, but only once the one before it is: it leaves
+        // nothing behind but how far events were offered.
+        ("in flight", .eventSkipped(seq: 6), delivery(.delivering([Slot(seq: 5, attempt: 1, progress: .inFlight)]), offered: 6), []),
         ("in flight", .attemptSucceeded(seq: 5), delivery(.delivering([]), offered: 5, delivered: 5), [.markDelivered(through: 5)]),
         ("in flight", .attemptFailed(seq: 5, retryAfter: nil, jitter: 1.1),
          delivery(.delivering([Slot(seq: 5, attempt: 1, progress: .backingOff)]), offered: 5), [.scheduleRetry(seq: 5, after: 5 * 1.1)]),
@@ -64,8 +73,7 @@ struct DeliveryLifecycleTests {
         ("in flight", .delegateReplaced, idle, []),
 
         ("in flight, last attempt", .eventSkipped(seq: 6),
-         delivery(.delivering([Slot(seq: 5, attempt: last, progress: .inFlight), Slot(seq: 6, attempt: 0, progress: .delivered)]),
-                  offered: 6), []),
+         delivery(.delivering([Slot(seq: 5, attempt: last, progress: .inFlight)]), offered: 6), []),
         ("in flight, last attempt", .attemptSucceeded(seq: 5), delivery(.delivering([]), offered: 5, delivered: 5),
          [.markDelivered(through: 5)]),
         ("in flight, last attempt", .attemptFailed(seq: 5, retryAfter: nil, jitter: 1.1),
@@ -77,17 +85,30 @@ struct DeliveryLifecycleTests {
         ("in flight, last attempt", .delegateReplaced, idle, []),
 
         ("backing off", .eventSkipped(seq: 6),
-         delivery(.delivering([Slot(seq: 5, attempt: 2, progress: .backingOff), Slot(seq: 6, attempt: 0, progress: .delivered)]),
-                  offered: 6), []),
+         delivery(.delivering([Slot(seq: 5, attempt: 2, progress: .backingOff)]), offered: 6), []),
         ("backing off", .timerFired(seq: 5), inFlight(attempt: 3), [.send(seq: 5, attempt: 3)]),
         ("backing off", .delegateReplaced, idle, []),
+
+        // Event 5 delivered at last carries delivery over 6, delivered before it.
+        ("in flight, 6 delivered behind", .attemptSucceeded(seq: 5),
+         delivery(.delivering([]), offered: 6, delivered: 6, maxInFlight: 2), [.markDelivered(through: 6)]),
+        ("in flight, 6 delivered behind", .attemptFailed(seq: 5, retryAfter: nil, jitter: 1.1),
+         behind(.backingOff, attempt: 1), [.scheduleRetry(seq: 5, after: 5 * 1.1)]),
+        ("in flight, 6 delivered behind", .attemptFailed(seq: 5, retryAfter: 600, jitter: 0.9),
+         behind(.backingOff, attempt: 1), [.scheduleRetry(seq: 5, after: 600)]),
+        ("in flight, 6 delivered behind", .gone(seq: 5), delivery(.disabled(.gone), offered: 6, maxInFlight: 2), [.disable(.gone)]),
+        ("in flight, 6 delivered behind", .timerFired(seq: 5), behind(.inFlight, attempt: 1), []),
+        ("in flight, 6 delivered behind", .delegateReplaced, idleTwo, []),
+
+        ("backing off, 6 delivered behind", .timerFired(seq: 5), behind(.inFlight, attempt: 3), [.send(seq: 5, attempt: 3)]),
+        ("backing off, 6 delivered behind", .delegateReplaced, idleTwo, []),
     ] + disabledRows("disabled: gone", gone) + disabledRows("disabled: exhausted", exhausted)
 
     @Test func everyStateAgainstEveryEvent() {
         let table = TransitionTable<DeliveryLifecycle, String>(
             states: Self.states.map { ($0.name, $0.value) }, events: Self.events,
             rows: Self.table.map { row in .init(from: row.from, event: row.event, actions: row.actions) { $0 == row.to } })
-        #expect(table.checkEveryPair() == 48)
+        #expect(table.checkEveryPair() == 64)
     }
 
     /// One event at a time: tried on the schedule until it is received, then the next.
@@ -130,6 +151,34 @@ struct DeliveryLifecycleTests {
         #expect(delivery.handle(.attemptSucceeded(seq: 1)) == .perform([.markDelivered(through: 2)]))
         #expect(delivery.handle(.attemptSucceeded(seq: 3)) == .perform([.markDelivered(through: 3)]))
         #expect(delivery.wantsEvent)
+    }
+
+    /// An event backing off for its whole schedule does not make delivery carry the events
+    /// delivered behind it: however many, the value holds the events out and no more, and when the
+    /// one backing off is delivered, delivery moves past all of them at once.
+    @Test func eventsDeliveredBehindOneBackingOffLeaveNothingBehind() {
+        var delivery = DeliveryLifecycle(deliveredThrough: 0, maxInFlight: 4)
+        #expect(delivery.handle(.eventAvailable(seq: 1)) == .perform([.send(seq: 1, attempt: 1)]))
+        #expect(delivery.handle(.attemptFailed(seq: 1, retryAfter: 3600, jitter: 1)) == .perform([.scheduleRetry(seq: 1, after: 3600)]))
+        for seq in Int64(2)...1_001 {
+            if seq % 10 == 0 {
+                #expect(delivery.handle(.eventSkipped(seq: seq)) == .perform([]))
+                continue
+            }
+            #expect(delivery.handle(.eventAvailable(seq: seq)) == .perform([.send(seq: seq, attempt: 1)]))
+            #expect(delivery.handle(.attemptSucceeded(seq: seq)) == .perform([]))
+            #expect(delivery.wantsEvent)
+        }
+        guard case .delivering(let slots) = delivery.current else {
+            Issue.record("delivery stopped")
+            return
+        }
+        #expect(slots.count == 1, "\(slots.count) slots kept for the one event out")
+        #expect(slots.first == Slot(seq: 1, attempt: 1, progress: .backingOff))
+        #expect(delivery.deliveredThrough == 0 && delivery.offeredThrough == 1_001)
+        #expect(delivery.handle(.timerFired(seq: 1)) == .perform([.send(seq: 1, attempt: 2)]))
+        #expect(delivery.handle(.attemptSucceeded(seq: 1)) == .perform([.markDelivered(through: 1_001)]))
+        #expect(delivery.deliveredThrough == 1_001)
     }
 
     @Test func offersMustFollowInSeqOrder() {

@@ -164,6 +164,28 @@ struct TransferEngineTests {
         origin.server.shutdown()
     }
 
+    /// The connections of a burst outlast a lull of one transfer at a time: the next burst to the
+    /// same host reuses every one (curl's own rule, four kept per transfer added, would have let
+    /// the lone transfers close all but four).
+    @Test func aBurstsConnectionsOutlastALull() throws {
+        let origin = try TestOrigin()
+        let session = "keeps-connections"
+        func burst(_ count: Int, _ path: String) -> [TransferOutcome] {
+            let observers = (0..<count).map { _ in RecordingObserver() }
+            for (i, o) in observers.enumerated() {
+                Self.engine.submit(TransferSpec(label: "t\(i)", session: session, url: origin.url(path)), observer: o)
+            }
+            return observers.compactMap { $0.wait() }
+        }
+        #expect(burst(6, "/slow/200").count == 6)
+        #expect(origin.concurrent.withLock { $0.max } == 6)
+        for _ in 0..<4 { #expect(burst(1, "/bytes/10").first?.metrics.reusedConnection == true) }
+        let again = burst(6, "/slow/200")
+        #expect(again.count == 6)
+        #expect(again.filter { !$0.metrics.reusedConnection }.count == 0)
+        origin.server.shutdown()
+    }
+
     @Test func priorityOrdersQueuedWork() throws {
         let origin = try TestOrigin()
         let session = "prio"

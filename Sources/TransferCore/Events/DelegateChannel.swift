@@ -52,6 +52,7 @@ final class DelegateChannel: @unchecked Sendable {
     static let pageSize = 64
 
     func start() {
+        coordinator.configureDeliveries(of: session, for: delegate)
         subscription = session.feed.subscribe { [weak self] events in
             guard let self else { return }
             if events.count == 1, events[0].type == .taskProgress {
@@ -83,6 +84,7 @@ final class DelegateChannel: @unchecked Sendable {
             generation += 1
             perform(feed(.delegateReplaced))
             if delivery.maxInFlight != wanted.maxInFlight {
+                coordinator.configureDeliveries(of: session, for: wanted)
                 // The room for events is fixed in the value; after the replacement nothing is out,
                 // so a new one from the same point is the same delivery with another room.
                 delivery = DeliveryLifecycle(deliveredThrough: delivery.deliveredThrough, maxInFlight: wanted.maxInFlight,

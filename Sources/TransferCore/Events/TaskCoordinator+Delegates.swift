@@ -104,6 +104,15 @@ extension TaskCoordinator {
     /// Deliveries of a session run as their own engine session, so they never wait behind its
     /// transfers. `:` cannot occur in a session identifier, so the name cannot collide.
     static func deliverySession(_ identifier: String) -> String { "delegate:" + identifier }
+
+    /// Lets the deliveries of `session` open as many connections to the receiver as `delegate`
+    /// may have events out: with the engine's default (six to a host) all but six of a
+    /// `max_in_flight` of 16 would wait for a connection.
+    func configureDeliveries(of session: SessionState, for delegate: Delegate) {
+        var settings = SessionSettings()
+        settings.maxConnectionsPerHost = max(settings.maxConnectionsPerHost, delegate.maxInFlight)
+        engine.configure(session: Self.deliverySession(session.identifier), settings: settings, cookieStorage: nil, cookies: nil)
+    }
 }
 
 /// Hands a delivery's outcome on; the rest of the news is of no interest.

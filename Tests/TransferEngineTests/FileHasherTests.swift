@@ -1,0 +1,25 @@
+import Glibc
+import TestSupport
+import Testing
+import TransferEngine
+
+struct FileHasherTests {
+    /// Writes `bytes` to a new temporary file and returns a descriptor open on it.
+    static func file(_ bytes: [UInt8]) -> Int32 {
+        let (fd, path) = temporaryFile()
+        unlink(path)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        return fd
+    }
+
+    /// A small file is hashed by whoever finishes it, with no hop to a pool thread: its digest is
+    /// there when `finish` returns.
+    @Test func aSmallFileIsHashedBeforeFinishReturns() {
+        let bytes = TestOrigin.content(16 << 10)
+        let fd = Self.file(bytes)
+        defer { close(fd) }
+        var digest: String?
+        FileHasher(fd: fd).finish(size: Int64(bytes.count)) { digest = $0 }
+        #expect(digest == TestOrigin.sha256(bytes))
+    }
+}
