@@ -1,5 +1,5 @@
 // Linux interfaces that Swift's Glibc module does not expose: epoll, eventfd, timerfd, sendfile,
-// openat2, sync_file_range, O_TMPFILE, thread names.
+// openat2, sync_file_range, syncfs, O_TMPFILE, thread names, malloc_trim.
 #ifndef TRANSFERD_CLINUX_SHIM_H
 #define TRANSFERD_CLINUX_SHIM_H
 #include <sys/epoll.h>
@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <pthread.h>
+#include <malloc.h>
 
 // Declared only under _GNU_SOURCE, which Swift's Glibc module is not built with.
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);

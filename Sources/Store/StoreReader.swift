@@ -19,7 +19,9 @@ public final class StoreReader: @unchecked Sendable {
     private func open() throws -> Database {
         let db = try Database(path: path, readOnly: true)
         try db.execute("PRAGMA query_only = 1")
-        try db.execute("PRAGMA mmap_size = 1073741824")
+        // No memory map, as for the writer (`StoreFile`): each reader's page cache (SQLite's
+        // default, 2 MB) bounds what it keeps, and there are as many readers as concurrent reads.
+        try db.execute("PRAGMA mmap_size = 0")
         return db
     }
 }

@@ -6,7 +6,10 @@ import CCurl
 ///
 /// curl_easy_reset(3) keeps a handle's cookies, and once a handle's cookie engine is on it stays
 /// on. So the cookies are erased when such a handle comes back, and it is kept apart: a transfer
-/// whose session must not send cookies gets a handle that never had the engine on.
+/// whose session must not send cookies gets a handle that never had the engine on. Each transfer
+/// that uses it adds "" to the handle's list of cookie files (`CURLOPT_COOKIEFILE`), which the
+/// reset loses track of without freeing (64 bytes a transfer, for good): a NULL file before the
+/// reset frees that list and erases the cookies.
 struct EasyHandlePool {
     private var idle: [OpaquePointer] = []
     private var idleWithCookieEngine: [OpaquePointer] = []
@@ -24,9 +27,9 @@ struct EasyHandlePool {
             curl_easy_cleanup(h)
             return
         }
+        if cookieEngine { _ = transferd_easy_setopt_ptr(h, CURLOPT_COOKIEFILE, nil) }
         curl_easy_reset(h)
         if cookieEngine {
-            _ = transferd_easy_setopt_string(h, CURLOPT_COOKIELIST, "ALL")
             idleWithCookieEngine.append(easy)
         } else {
             idle.append(easy)

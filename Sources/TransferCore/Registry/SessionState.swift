@@ -72,12 +72,26 @@ package final class SessionState: @unchecked Sendable {
         if let key = entry.record.idempotencyKey { idempotencyIndex[key] = entry.record.id }
     }
 
-    /// Drops a task from memory (lock held); its counts are the caller's business.
+    /// Drops a task from memory (lock held); its counts are the caller's business. The last one
+    /// out gives the tables' storage back: a dictionary keeps the capacity of its largest size,
+    /// and a session that once held a batch of thousands would keep that for good.
     @discardableResult
     func dropTask(_ id: String) -> TaskEntry? {
         guard let entry = tasks.removeValue(forKey: id) else { return nil }
         if let key = entry.record.idempotencyKey { idempotencyIndex[key] = nil }
+        if tasks.isEmpty {
+            tasks = [:]
+            idempotencyIndex = [:]
+        }
         return entry
+    }
+
+    /// Ends the reservation of tasks being created, committed or not (lock held); an emptied set
+    /// gives its storage back, as `dropTask` does.
+    func endReservation(ids: some Sequence<String>, key: String?) {
+        for id in ids { reservedIDs.remove(id) }
+        if let key { reservedKeys.remove(key) }
+        if reservedIDs.isEmpty { reservedIDs = [] }
     }
 
     /// The task in memory created with this idempotency key (lock held).

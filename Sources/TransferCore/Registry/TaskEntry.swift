@@ -9,8 +9,8 @@ package final class TaskEntry: @unchecked Sendable {
     var record: TaskRecord {
         didSet { encoded = nil }
     }
-    /// The API encoding of a completed `record`: a completed task is encoded once however often
-    /// it is read. An unfinished one is encoded per read: most are never read while they wait,
+    /// The API encoding of a completed `record` (an ephemeral session's: a durable session's task
+    /// leaves memory as it completes): encoded once however often it is read. An unfinished one is encoded per read: most are never read while they wait,
     /// and hundreds of thousands of them may wait, each encoding as large as its record.
     private var encoded: [UInt8]?
     var transfer: TransferHandle?

@@ -12,9 +12,11 @@ extension TaskCoordinator {
     package func waitForTask(_ session: SessionState, _ id: String, seconds: Double,
                      completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
     {
-        let current: TaskRecord
-        do { current = try record(session, id) } catch { return completion(.failure(error)) }
-        guard seconds > 0, !current.isCompleted, let entry = liveEntry(session, id) else { return completion(.success(current)) }
+        // The entry first: a task that completes meanwhile leaves memory, and the store then has
+        // its completion, so the record read after a miss is never older than the entry was.
+        guard seconds > 0, let entry = liveEntry(session, id) else {
+            return completion(Result { () throws(Refusal) in try record(session, id) })
+        }
         let answered = Atomic<Bool>(false)
         let answer: @Sendable (TaskRecord) -> Void = { record in
             if !answered.exchange(true, ordering: .acquiringAndReleasing) { completion(.success(record)) }
@@ -126,7 +128,8 @@ extension TaskCoordinator {
             if let description { stored.description = description }
             let changed = stored
             persist(session, [.updateDetails(session: session.identifier, id: id, priority: changed.priority,
-                                             description: changed.description)]) { result in
+                                             description: changed.description)]) { [self] result in
+                completedReplies.invalidate(session: session.identifier, id: id)
                 completion(result.map { _ in changed }.mapError(Refusal.storeFailure))
             }
             return
@@ -141,6 +144,8 @@ extension TaskCoordinator {
         persist(session, [.updateDetails(session: session.identifier, id: id, priority: change.priority,
                                          description: change.description)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
+            // It may have completed meanwhile, left memory and been read since.
+            completedReplies.invalidate(session: session.identifier, id: id)
             session.locked {
                 entry.record.priority = change.priority
                 entry.record.description = change.description
@@ -169,6 +174,7 @@ extension TaskCoordinator {
         let changes: [StoreChange] = [.deleteTask(session: session.identifier, id: id)] + (ownedBlob.map { [.deleteBlob($0)] } ?? [])
         persist(session, changes) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
+            completedReplies.invalidate(session: session.identifier, id: id)
             session.locked {
                 if let entry = session.dropTask(id) {
                     _ = step(entry, .deleted)

@@ -123,10 +123,7 @@ extension TaskCoordinator {
                 let spooled = try spoolLargeBodies(&spooledRecords, session: session)
                 insert(spooledRecords, spooled: spooled, in: session, idempotency: idempotency, completion: completion)
             } catch {
-                session.locked {
-                    for record in records { session.reservedIDs.remove(record.id) }
-                    if let idempotency { session.reservedKeys.remove(idempotency.key) }
-                }
+                session.locked { session.endReservation(ids: records.lazy.map(\.id), key: idempotency?.key) }
                 completion(.failure(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the request body: \(error.message)")))
             }
         }
@@ -145,10 +142,7 @@ extension TaskCoordinator {
             if case .failure = result, let blobs {
                 for blob in spooled { unlink(blobs.path(blob.id)) }
             }
-            session.locked {
-                for record in records { session.reservedIDs.remove(record.id) }
-                if let idempotency { session.reservedKeys.remove(idempotency.key) }
-            }
+            session.locked { session.endReservation(ids: records.lazy.map(\.id), key: idempotency?.key) }
             switch result {
             case .success:
                 let created = session.locked { () -> [(TaskEntry, [TaskLifecycle.Action])] in

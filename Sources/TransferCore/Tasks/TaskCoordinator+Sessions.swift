@@ -209,6 +209,7 @@ extension TaskCoordinator {
         session.locked { session.delegate = nil }
         updateDelegateChannel(session)
         persist(session, [.deleteSession(session.identifier)]) { [self] result in
+            completedReplies.invalidate(session: session.identifier)
             let directory = layout.sessionDirectory(session.identifier)
             let blobFiles = ((try? result.get())?.removedBlobs ?? []).compactMap { blobs?.path($0) }
             fileWork.async {

@@ -13,6 +13,10 @@ import TransferStore
 /// becomes visible in memory (and before the reply), so nothing a client was told is lost by a crash.
 package final class TaskCoordinator: @unchecked Sendable {
     package let registry = SessionRegistry()
+    /// Returns freed memory to the system when a session's burst of work ends.
+    let heapTrimmer = HeapTrimmer()
+    /// Encodings of completed tasks read lately (a durable session's are not in memory).
+    let completedReplies = CompletedReplyCache()
     /// Where durable sessions are kept (SQLite, in the service).
     let store: any TransferStore
     /// Where ephemeral sessions are kept: nothing of them reaches the disk, and what no one will
@@ -155,6 +159,7 @@ package final class TaskCoordinator: @unchecked Sendable {
     func publish(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState, encoded: [UInt8]? = nil,
                  keepingState: Bool = false, endsBusy: Bool = false)
     {
+        var quiet = false
         let waiters: [@Sendable (TaskRecord) -> Void]? = session.locked {
             if entry.record.isCompleted && !record.isCompleted { return nil }
             if endsBusy { session.busyTasksEnding -= 1 }
@@ -166,15 +171,22 @@ package final class TaskCoordinator: @unchecked Sendable {
             session.count(from: entry.record.state, to: record.state)
             entry.setRecord(record, encoded: encoded)
             guard record.isCompleted, step(entry, .completionStored).contains(.notifyWaiters) else { return [] }
+            // A durable session's completed task is read from the store from now on (it was
+            // stored before this): memory holds the tasks that can still change, not the history.
+            // No one can wait on it any more — waiters join under this lock, only while it has
+            // not completed. An ephemeral session's task stays: its store is memory too, and a
+            // data task's body is kept only in its entry.
+            if session.mode.isDurable { session.dropTask(record.id) }
+            quiet = session.busyCount == 0
             defer { entry.completionWaiters = [] }
             return entry.completionWaiters
         }
         guard let waiters else { return }
         for waiter in waiters { waiter(record) }
-        if record.isCompleted {
-            registry.noteCompleted(session, taskID: record.id)
-            checkInvalidation(session)
-        }
+        guard record.isCompleted else { return }
+        checkInvalidation(session)
+        // The session's last running task is done: what its burst allocated is free now.
+        if quiet { heapTrimmer.request() }
     }
 
     // MARK: lookups
@@ -184,8 +196,8 @@ package final class TaskCoordinator: @unchecked Sendable {
         return session
     }
 
-    /// The task's current record: from memory, or for a completed task that was dropped from
-    /// memory, from the store.
+    /// The task's current record: from memory, or for a completed task of a durable session (not
+    /// kept in memory), from the store.
     package func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
         if let snapshot = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }) {
             return snapshot
@@ -199,7 +211,12 @@ package final class TaskCoordinator: @unchecked Sendable {
     /// The task object as the API returns it, encoded (cached for tasks that are not moving).
     package func taskJSON(_ session: SessionState, _ id: String) throws(Refusal) -> [UInt8] {
         if let bytes = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.json } }) { return bytes }
-        return try record(session, id).jsonBytes()
+        let (cached, generation) = completedReplies.lookup(session: session.identifier, id: id)
+        if let cached { return cached }
+        let record = try record(session, id)
+        let bytes = record.jsonBytes()
+        if record.isCompleted { completedReplies.insert(bytes, session: session.identifier, id: id, generation: generation) }
+        return bytes
     }
 
     /// The in-memory entry of a task that has not completed (every such task is in memory).
