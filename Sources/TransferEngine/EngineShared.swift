@@ -18,8 +18,11 @@ final class EngineShared: Sendable {
     private let loops = Mutex<[MultiLoop]>([])
     /// Where the search for a waiting loop starts next, so waiting loops are served in turn.
     private let handoffCursor = Atomic<Int>(0)
-    /// Where admitted transfers' files are opened, off the loops (`MultiLoop.start`).
-    let preparations = DispatchQueue(label: "transferd.prepare", attributes: .concurrent)
+    /// Where admitted transfers' files are opened, off the loops (`MultiLoop.start`). Below the
+    /// default priority of Dispatch's pool: finishing a transfer (its file made durable, its task
+    /// completed, its webhook sent) goes before opening the next one's file, or a burst of
+    /// completions waits behind a burst of admissions on the pool's few threads.
+    let preparations = DispatchQueue(label: "transferd.prepare", qos: .utility, attributes: .concurrent)
 
     init(maxRunning: Int, maxBytesPerSecond: Int64?) {
         self.maxRunning = maxRunning
