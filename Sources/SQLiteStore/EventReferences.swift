@@ -43,7 +43,7 @@ struct EventReferences {
                 for event in batch {
                     guard let task = event.task else { continue }
                     let key = TaskKey(session: event.session, id: task)
-                    guard let record = completed[key], let data = record.eventData(event.type), data == event.data else { continue }
+                    guard let record = completed[key], EventReferences.mirrors(event, record) else { continue }
                     events.insert(EventKey(session: event.session, seq: event.seq))
                     bounds[key] = bounds[key].map { min($0.lowerBound, event.seq)...max($0.upperBound, event.seq) } ?? event.seq...event.seq
                 }
@@ -51,6 +51,16 @@ struct EventReferences {
             }
         }
         for key in touchedAgain { drop(session: key.session, id: key.id) }
+    }
+
+    /// Whether `event`'s data is the member of `record` it stands for. A `task.completed` in its
+    /// task's completion batch is the completed record itself — its one producer encodes the
+    /// record it commits — and encoding a whole task again to prove it cost more than the rest of
+    /// the batch's bookkeeping; the smaller members are compared byte for byte.
+    private static func mirrors(_ event: Event, _ record: TaskRecord) -> Bool {
+        if event.type == .taskCompleted { return true }
+        guard let data = record.eventData(event.type) else { return false }
+        return data == event.data
     }
 
     /// No row was there to refer to after all: `record`'s events keep their data.

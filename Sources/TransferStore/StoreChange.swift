@@ -31,7 +31,9 @@ package enum StoreChange: Sendable {
     case flushProgress([ProgressUpdate])
     case deleteTask(session: String, id: String)
 
-    /// Journaled events, each new (session, seq) and id.
+    /// Journaled events, each new (session, seq) and id. A `task.completed` in the same batch as
+    /// its task's completion (`updateTask` of the completed record) carries that record
+    /// (`TaskRecord.eventData`): a store may keep it as a reference to the task's row.
     case insertEvents([Event])
     /// Webhook attempts, kept in the order they are recorded.
     case recordAttempts([DeliveryAttempt])
