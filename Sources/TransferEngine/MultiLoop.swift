@@ -235,7 +235,7 @@ final class MultiLoop: @unchecked Sendable {
         while undelivered.load(ordering: .acquiring) > 0 && MonotonicClock.now() < deadline { usleep(1000) }
     }
 
-    private func finish(_ transfer: Transfer, code: CURLcode, detail: String) {
+    func finish(_ transfer: Transfer, code: CURLcode, detail: String) {
         guard let easy = transfer.easy else { return }
         let errorBuffer = errorBuffers.removeValue(forKey: ObjectIdentifier(transfer))
         let message = errorBuffer.map { String(cString: $0) } ?? ""
@@ -284,30 +284,6 @@ final class MultiLoop: @unchecked Sendable {
             hasher.finish(size: outcome.bytesReceived, done: complete)
         } else {
             hasher.cancel(done: complete)
-        }
-    }
-
-    // MARK: idle timeout
-
-    /// Four times a second: a running transfer that moved no byte for its idle timeout ends with
-    /// `timedOut`. Checked here rather than in a curl callback: curl calls none while a socket is
-    /// silent and no timer of its own is due.
-    private func scheduleIdleSweep() {
-        loop.scheduleTimer(at: MonotonicClock.after(seconds: 0.25)) { [weak self] in
-            guard let self else { return }
-            self.sweepIdle()
-            self.scheduleIdleSweep()
-        }
-    }
-
-    private func sweepIdle() {
-        let now = MonotonicClock.now()
-        let idle = sessions.values.flatMap(\.runningList).filter {
-            !$0.preparing && !$0.isPaused && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
-        }
-        for transfer in idle {
-            transfer.idleTimedOut = true
-            finish(transfer, code: CURLE_OPERATION_TIMEDOUT, detail: "no data moved for \(transfer.spec.idleTimeout) seconds")
         }
     }
 

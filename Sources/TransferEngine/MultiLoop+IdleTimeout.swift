@@ -1,0 +1,27 @@
+import CCurl
+import Reactor
+
+/// The idle timeout of running transfers (`TransferSpec.idleTimeout`), on the loop's thread.
+extension MultiLoop {
+    /// Four times a second: a running transfer that moved no byte for its idle timeout ends with
+    /// `timedOut`. Checked here rather than in a curl callback: curl calls none while a socket is
+    /// silent and no timer of its own is due.
+    func scheduleIdleSweep() {
+        loop.scheduleTimer(at: MonotonicClock.after(seconds: 0.25)) { [weak self] in
+            guard let self else { return }
+            self.sweepIdle()
+            self.scheduleIdleSweep()
+        }
+    }
+
+    private func sweepIdle() {
+        let now = MonotonicClock.now()
+        let idle = sessions.values.flatMap(\.runningList).filter {
+            !$0.preparing && !$0.isPaused && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
+        }
+        for transfer in idle {
+            transfer.idleTimedOut = true
+            finish(transfer, code: CURLE_OPERATION_TIMEDOUT, detail: "no data moved for \(transfer.spec.idleTimeout) seconds")
+        }
+    }
+}
