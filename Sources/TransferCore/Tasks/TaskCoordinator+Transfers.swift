@@ -173,7 +173,8 @@ extension TaskCoordinator {
     }
 
     /// Applies a change a running transfer reported (a response head, a redirect) to the task in
-    /// memory at once; it is stored with its events a moment later (0.2 s), or with the task's
+    /// memory at once; it is stored with its events a moment later (at most 0.2 s, with the other
+    /// tasks' changes of that moment: `PendingChangeFlush`), or with the task's
     /// completion if that comes first — so a small download is written once, not once per head.
     func noteTransferChange(_ entry: TaskEntry, in session: SessionState, events: [EventDraft],
                             _ change: (inout TaskRecord) -> Void)
@@ -185,8 +186,8 @@ extension TaskCoordinator {
             return !entry.pendingEventsScheduled
         }
         guard schedule else { return }
-        clock.execute { [self] in
-            clock.scheduleTimer(at: MonotonicClock.after(seconds: 0.2)) { [self] in flushPendingEvents(of: entry, in: session) }
+        pendingChanges.add((entry, session), clock: clock) { [self] due in
+            for (entry, session) in due { flushPendingEvents(of: entry, in: session) }
         }
     }
 

@@ -38,6 +38,8 @@ package final class TaskCoordinator: @unchecked Sendable {
     package let fileWork = DispatchQueue(label: "transferd.files", attributes: .concurrent)
     /// Finished files of durable sessions, made durable a group at a time.
     let outputCommitter = OutputCommitter()
+    /// Running tasks' reported changes, stored a moment later, together.
+    let pendingChanges = PendingChangeFlush<(TaskEntry, SessionState)>()
 
     package struct Limits: Sendable {
         /// Largest response body a data task may keep.
