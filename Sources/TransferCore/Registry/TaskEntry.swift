@@ -10,8 +10,9 @@ package final class TaskEntry: @unchecked Sendable {
         didSet { encoded = nil }
     }
     /// The API encoding of a completed `record` (an ephemeral session's: a durable session's task
-    /// leaves memory as it completes): encoded once however often it is read. An unfinished one is encoded per read: most are never read while they wait,
-    /// and hundreds of thousands of them may wait, each encoding as large as its record.
+    /// leaves memory as it completes): encoded once however often it is read. An unfinished one
+    /// is encoded per read: most are never read while they wait, and hundreds of thousands of
+    /// them may wait, each encoding as large as its record.
     private var encoded: [UInt8]?
     var transfer: TransferHandle?
     var output: TaskOutput?
