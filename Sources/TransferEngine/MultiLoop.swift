@@ -89,7 +89,7 @@ final class MultiLoop: @unchecked Sendable {
         case .success(let files) where transfer.stopReason != nil:
             // Its outcome says it never started; the files go back with it (the observer owns
             // the output it opened).
-            transfer.adopt(files)
+            transfer.holdUnstarted(files)
             refuse(transfer, nil)
         case .success(let files):
             launch(transfer, files: files)

@@ -80,6 +80,10 @@ final class Transfer: @unchecked Sendable {
         files = TransferFiles(body: handle.spec.body, output: handle.spec.output, resume: handle.spec.resume)
     }
 
+    /// Stopped while its files were opened: it only holds them, to hand them back with its
+    /// outcome (no output set up, no hasher started for a transfer that never starts).
+    func holdUnstarted(_ prepared: TransferFiles) { files = prepared }
+
     /// Admitted: takes the files its preparer opened (without a preparer, the spec's) and sets up
     /// the output and its hasher. Nothing of this exists while the transfer waits.
     func adopt(_ prepared: TransferFiles?) {
