@@ -11,9 +11,9 @@ struct EventRoutes {
     /// Seconds between SSE heartbeats (comment lines that keep proxies and clients from timing out).
     let heartbeat: Double
 
-    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout APIRouteTable) {
         let coordinator = coordinator, heartbeat = heartbeat
-        table.add("GET", "/v1/sessions/{identifier}/events", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions/{identifier}/events", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit", "wait"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -52,7 +52,7 @@ struct EventRoutes {
                 }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/events/ack", guard: auth) { request, responder in
+        table.add("POST", "/v1/sessions/{identifier}/events/ack", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -78,7 +78,7 @@ struct EventRoutes {
                 }
             }
         }
-        table.add("GET", "/v1/sessions/{identifier}/deliveries", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions/{identifier}/deliveries", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -94,7 +94,7 @@ struct EventRoutes {
                 })
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/events/{event}/redeliver", guard: auth) { request, responder in
+        table.add("POST", "/v1/sessions/{identifier}/events/{event}/redeliver", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
