@@ -40,7 +40,7 @@ package struct APIRoutes {
         TaskContentRoutes(coordinator: coordinator).register(in: &table)
         StatsRoute(coordinator: coordinator, rates: rates).register(in: &table)
         BlobRoutes(coordinator: coordinator, maxBlobBytes: maxBlobBytes).register(in: &table)
-        EventRoutes(coordinator: coordinator, heartbeat: sseHeartbeat).register(in: &table)
+        EventRoutes(coordinator: coordinator, principals: gate.directory, heartbeat: sseHeartbeat).register(in: &table)
         routes = table.table
     }
 }

@@ -11,12 +11,14 @@ package final class PrincipalDirectory: Sendable {
     private final class Snapshot: Sendable {
         let byHashPrefix: [UInt64: [(hash: [UInt8], principal: Principal)]]
         let principals: [Principal]
+        let byName: [String: Principal]
 
         init(_ entries: [(hash: [UInt8], principal: Principal)]) {
             var index: [UInt64: [(hash: [UInt8], principal: Principal)]] = [:]
             for entry in entries { index[PrincipalDirectory.prefix(entry.hash), default: []].append(entry) }
             byHashPrefix = index
             principals = entries.map(\.principal)
+            byName = Dictionary(entries.map { ($0.principal.name, $0.principal) }) { first, _ in first }
         }
     }
 
@@ -85,6 +87,13 @@ package final class PrincipalDirectory: Sendable {
         var found: Principal?
         for candidate in candidates where ConstantTime.equals(candidate.hash, hash) { found = candidate.principal }
         return found
+    }
+
+    /// Whether the principal a long-lived request (an event stream) was admitted as may still see
+    /// the session: a reload may have removed it or narrowed its namespaces since.
+    package func stillSees(_ principal: Principal, _ identifier: String) -> Bool {
+        if anonymous != nil { return true }
+        return current.withLock { $0 }.byName[principal.name]?.sees(identifier) ?? false
     }
 
     /// With no authentication configured, everyone is the anonymous admin.
