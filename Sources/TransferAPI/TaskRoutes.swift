@@ -17,7 +17,8 @@ struct TaskRoutes {
                 let session = try coordinator.session(try RouteSupport.identifier(request))
                 var creations = [try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")]
                 let claim = try TaskRoutes.idempotencyClaim(request)
-                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
+                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator,
+                                                   replaying: claim.map { session.holdsTask(withIdempotencyKey: $0.key) } ?? false)
                 coordinator.createTasks(in: session, creations, idempotency: claim) { result in
                     release()
                     switch result {
@@ -157,14 +158,14 @@ struct TaskRoutes {
     /// (inside the caller's roots), its body sources (the caller's blobs), and room under the
     /// caller's `max_unfinished_tasks` — reserved last, so a refused request holds none. The
     /// returned release gives the room back once the creation has ended (the created tasks are
-    /// counted in their sessions by then).
+    /// counted in their sessions by then). A retry that will be `replaying` a task it made needs none.
     static func check(_ creations: inout [TaskCreationRequest], in session: SessionState, for principal: Principal,
-                      _ coordinator: TaskCoordinator) throws(Refusal) -> @Sendable () -> Void
+                      _ coordinator: TaskCoordinator, replaying: Bool = false) throws(Refusal) -> @Sendable () -> Void
     {
         try coordinator.resolveResumeData(&creations)
         try coordinator.checkDestinations(creations, roots: principal.roots)
         try coordinator.checkBodySources(creations, in: session, roots: principal.roots, blobOwner: principal.blobOwnerFilter)
-        guard let limit = principal.limits.maxUnfinishedTasks else { return {} }
+        guard let limit = principal.limits.maxUnfinishedTasks, !replaying else { return {} }
         return try principal.quota.reserve(creations.count, limit: limit) {
             let counts = coordinator.taskCounts(where: principal.sees)
             return TaskState.allCases.reduce(0) { $0 + ($1 == .completed ? 0 : counts[$1] ?? 0) }

@@ -14,7 +14,7 @@ package enum CreationOutcome: Sendable {
 
 /// An `Idempotency-Key` with the sha256 of the body it came with.
 package struct IdempotencyClaim: Sendable {
-    let key: String
+    package let key: String
     let bodyHash: String
 
     package init(key: String, bodyHash: String) {
