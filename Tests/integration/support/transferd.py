@@ -8,6 +8,7 @@ bearer token when one was configured:
         assert td.get("/v1").status_code == 200
         assert td.stop() == 0
 
+`td.as_caller(token)` sends another token (a principal of an auth file) through the same helpers.
 `run_transferd` runs the binary once for configurations that must make it exit (bad flags).
 
 The binary is `$TRANSFERD_BINARY`, or `.build/release/transferd` under the repository root.
@@ -120,7 +121,32 @@ class TransferdStartError(RuntimeError):
     """transferd exited, or did not become ready, while being started."""
 
 
-class Transferd:
+class _Verbs:
+    """`get`, `post`, … as shorthands of `request`, for `Transferd` and `Caller`."""
+
+    def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        raise NotImplementedError
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.request("POST", path, **kwargs)
+
+    def put(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.request("PUT", path, **kwargs)
+
+    def patch(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.request("PATCH", path, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.request("DELETE", path, **kwargs)
+
+    def head(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.request("HEAD", path, **kwargs)
+
+
+class Transferd(_Verbs):
     """One transferd process, restartable on the same port and data directory.
 
     Arguments:
@@ -321,23 +347,10 @@ class Transferd:
                 response.close()
             return response
 
-    def get(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("GET", path, **kwargs)
-
-    def post(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("POST", path, **kwargs)
-
-    def put(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("PUT", path, **kwargs)
-
-    def patch(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("PATCH", path, **kwargs)
-
-    def delete(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("DELETE", path, **kwargs)
-
-    def head(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.request("HEAD", path, **kwargs)
+    def as_caller(self, token: str | None) -> "Caller":
+        """The request helpers of this instance sending `token` instead of the configured one
+        (a principal of an auth file); `None` sends none."""
+        return Caller(self, token)
 
     def connect(self, timeout: float = 5.0) -> socket.socket:
         """A raw TCP connection to the server (for tests that write HTTP by hand)."""
@@ -472,6 +485,36 @@ class Transferd:
         if self.process is None:
             raise RuntimeError("transferd was never started")
         return self.process
+
+
+class Caller(_Verbs):
+    """Requests to a running `Transferd` with one chosen token — one principal of an auth file:
+
+        alpha = td.as_caller(alpha_token)
+        create_session(alpha, "com.alpha.jobs")      # the support helpers take a Caller too
+        with EventStream(alpha, "com.alpha.jobs") as stream: ...
+    """
+
+    def __init__(self, td: Transferd, token: str | None) -> None:
+        self.td = td
+        self.token = token
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.td.address
+
+    @property
+    def base_url(self) -> str:
+        return self.td.base_url
+
+    def url(self, path: str) -> str:
+        return self.td.url(path)
+
+    def headers(self, token: Any = _DEFAULT, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        return self.td.headers(self.token if token is _DEFAULT else token, extra)
+
+    def request(self, method: str, path: str, *, token: Any = _DEFAULT, **kwargs: Any) -> requests.Response:
+        return self.td.request(method, path, token=self.token if token is _DEFAULT else token, **kwargs)
 
 
 # MARK: raw HTTP, for tests that need control over the bytes on the wire
