@@ -24,7 +24,7 @@ PROBLEM_REF = "#/components/schemas/Problem"
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 
 # Every route without path parameters the server answers today.
-SERVER_ROUTES = ["/healthz", "/readyz", "/metrics", "/v1", "/v1/sessions", "/v1/stats"]
+SERVER_ROUTES = ["/healthz", "/readyz", "/metrics", "/v1", "/v1/whoami", "/v1/sessions", "/v1/stats"]
 SOURCES = REPO_ROOT / "Sources"
 
 # Routes and problem codes of work in progress that the document does not cover yet, as
@@ -197,12 +197,12 @@ def test_every_problem_code_is_documented_under_its_status(spec):
 
 
 def swift_routes() -> set[tuple[str, str]]:
-    """(method, pattern) of every `table.add` in the sources; an interpolated segment such as
+    """(method, pattern) of every `table.add` (or `addStreamed`) in the sources; an interpolated segment such as
     `\\(action)` is expanded from the `for (action, …) in [("reset", …), …]` loop around it."""
     routes = set()
     for path in SOURCES.rglob("*.swift"):
         text = path.read_text()
-        for method, pattern in re.findall(r'table\.add\(\s*"([A-Z]+)"\s*,\s*"([^"]+)"', text):
+        for method, pattern in re.findall(r'table\.add(?:Streamed)?\(\s*"([A-Z]+)"\s*,\s*"([^"]+)"', text):
             patterns = [pattern]
             while any("\\(" in p for p in patterns):
                 expanded = []
