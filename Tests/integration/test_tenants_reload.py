@@ -80,6 +80,7 @@ INVALID = {
     "an unknown member": ({"principals": [entry(colour="red")]}, "colour"),
     "an unknown limit": ({"principals": [entry(limits={"requests_per_hour": 5})]}, "requests_per_hour"),
     "a bad name": ({"principals": [entry("a b")]}, "name"),
+    "the name of a built-in admin": ({"principals": [entry("token-1", role="admin", namespaces=None)]}, "name"),
     "a name used twice": ({"principals": [entry(), entry(token_sha256="a" * 64)]}, "name"),
     "a token used twice": ({"principals": [entry("p"), entry("q", token_sha256=token_sha256("p-token"))]},
                            "token_sha256"),
