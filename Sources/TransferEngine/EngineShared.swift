@@ -2,8 +2,8 @@ import Dispatch
 import Synchronization
 
 /// What the loops of one engine share: the cap on transfers running at once, the count of
-/// non-discretionary transfers waiting (discretionary ones start only at zero), and the global
-/// bandwidth bucket. Atomics, read and written from every loop; a loop that is held back by the
+/// non-discretionary transfers waiting (discretionary ones start only at zero), the global
+/// bandwidth group and what names the others. Atomics, read and written from every loop; a loop that is held back by the
 /// others (no free slot, or urgent work elsewhere) raises a flag, and the loop that frees the way
 /// wakes it.
 ///
@@ -12,7 +12,9 @@ import Synchronization
 /// Within a loop, sessions take turns (`LoopAdmission`).
 final class EngineShared: Sendable {
     let maxRunning: Int
-    let bandwidth: SharedTokenBucket?
+    /// `--max-bytes-per-second`: every transfer belongs to it.
+    let bandwidth: BandwidthGroup?
+    let bandwidthGroups: (any BandwidthGroupResolver)?
     private let running = Atomic<Int>(0)
     private let urgentWaiting = Atomic<Int>(0)
     private let loops = Mutex<[MultiLoop]>([])
@@ -24,9 +26,10 @@ final class EngineShared: Sendable {
     /// completions waits behind a burst of admissions on the pool's few threads.
     let preparations = DispatchQueue(label: "transferd.prepare", qos: .utility, attributes: .concurrent)
 
-    init(maxRunning: Int, maxBytesPerSecond: Int64?) {
+    init(maxRunning: Int, maxBytesPerSecond: Int64?, bandwidthGroups: (any BandwidthGroupResolver)? = nil) {
         self.maxRunning = maxRunning
-        bandwidth = maxBytesPerSecond.map { SharedTokenBucket(bytesPerSecond: $0) }
+        bandwidth = maxBytesPerSecond.map { BandwidthGroup(name: "global", bytesPerSecond: $0) }
+        self.bandwidthGroups = bandwidthGroups
     }
 
     /// Called once, by the engine, before any work is submitted.

@@ -11,8 +11,7 @@ extension MultiLoop {
         q.settings = settings
         q.cookieStorage = cookieStorage
         if let cookies { q.jar = CookieJar(cookies: cookies) }
-        // A limit set while transfers run applies to them too (without one, the pacer lets them go).
-        if pacer.paces(q) { for transfer in q.runningList { transfer.pacer = pacer } }
+        pacer.paceRunning(of: q)
         admission.offer(q)
         admitAll()
     }

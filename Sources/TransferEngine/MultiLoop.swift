@@ -36,7 +36,7 @@ final class MultiLoop: @unchecked Sendable {
         loop = EventLoop(name: "curl-\(index)")
         self.policy = policy
         self.shared = shared
-        pacer = Pacer(loop: loop, global: shared.bandwidth)
+        pacer = Pacer(loop: loop, global: shared.bandwidth, resolver: shared.bandwidthGroups)
         multi = OpaquePointer(curl_multi_init()!)
         let me = Unmanaged.passUnretained(self).toOpaque()
         _ = transferd_multi_setopt_socket_cb(UnsafeMutableRawPointer(multi), multiSocketCallback)
@@ -113,6 +113,7 @@ final class MultiLoop: @unchecked Sendable {
         errorBuffer[0] = 0
         errorBuffers[ObjectIdentifier(transfer)] = errorBuffer
         var buffer = bufferSize
+        pacer.refreshGroups(of: q)
         if pacer.paces(q) {
             transfer.pacer = pacer
             buffer = min(buffer, pacer.pieceSize(for: q))

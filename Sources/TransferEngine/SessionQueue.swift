@@ -1,6 +1,6 @@
 import Reactor
 
-/// One session on its loop: its settings, cookie jar and bandwidth bucket, the transfers that wait
+/// One session on its loop: its settings, cookie jar, bandwidth bucket and groups, the transfers that wait
 /// for a slot, and the counts that decide when one opens: at most `maxConcurrentTasks` running, at
 /// most `maxConnectionsPerHost` to one scheme/host/port. Waiting transfers are kept per host, each
 /// list ordered by priority (higher first) then submission order, so a full host never blocks the
@@ -20,6 +20,11 @@ final class SessionQueue {
     var cookieStorage: (any CookieStorage)?
     /// The session's bandwidth, shared by its transfers.
     var bucket: TokenBucket?
+    /// The bandwidth groups its transfers belong to, as the engine's resolver answered at
+    /// `groupsGeneration` (nil: not asked yet). Kept here so a curl callback reads a list, and a
+    /// session in no group pays for an empty one (`Pacer.refreshGroups`).
+    var groups: [BandwidthGroup] = []
+    var groupsGeneration: UInt64?
     /// In the loop's admission rotation (`LoopAdmission`).
     var inRotation = false
     private(set) var running = 0

@@ -1,12 +1,9 @@
-import Reactor
-import Synchronization
-
 /// Bytes per second as a token bucket: refilled continuously, holding at most a fifth of a second
 /// of tokens (a pause is made up for only briefly), and allowed to go into debt by one piece (curl
 /// hands a callback a whole buffer, which is taken or paused, never split). Over seconds the
 /// average holds to the rate within a piece, and the pacer keeps pieces to a twentieth of a second.
 struct TokenBucket {
-    let rate: Double
+    private(set) var rate: Double
     private var tokens: Double = 0
     private var last: UInt64
 
@@ -31,23 +28,14 @@ struct TokenBucket {
         tokens -= Double(n)
     }
 
-    /// The piece size that keeps a transfer under this rate smooth: a twentieth of a second.
-    var pieceSize: Int { Int(min(max(rate / 20, 1024), Double(1 << 20))) }
-}
-
-/// A bucket shared by all loops (the global `--max-bytes-per-second`): the same arithmetic under a
-/// lock, taken once per curl callback of a paced transfer.
-final class SharedTokenBucket: Sendable {
-    private let bucket: Mutex<TokenBucket>
-    let pieceSize: Int
-
-    init(bytesPerSecond: Int64) {
-        let bucket = TokenBucket(bytesPerSecond: bytesPerSecond, now: MonotonicClock.now())
-        pieceSize = bucket.pieceSize
-        self.bucket = Mutex(bucket)
+    /// A new rate from `now` on: what refilled until then at the old rate is kept, within the new
+    /// capacity, and so is a debt (it is paid back at the new rate).
+    mutating func setRate(_ bytesPerSecond: Int64, now: UInt64) {
+        _ = available(now: now)
+        rate = Double(bytesPerSecond)
+        tokens = min(tokens, capacity)
     }
 
-    func available(now: UInt64) -> Bool { bucket.withLock { $0.available(now: now) } }
-
-    func consume(_ n: Int) { bucket.withLock { $0.consume(n) } }
+    /// The piece size that keeps a transfer under this rate smooth: a twentieth of a second.
+    var pieceSize: Int { Int(min(max(rate / 20, 1024), Double(1 << 20))) }
 }

@@ -3,7 +3,7 @@ import Glibc
 
 /// Runs transfers on a small pool of curl multi loops. Each session is pinned to one loop by its
 /// identifier, so its cookie jar, DNS and TLS caches and kept-alive connections stay on one thread.
-/// The loops share a cap on transfers running at once and the global bandwidth (`EngineShared`).
+/// The loops share a cap on transfers running at once and the bandwidth groups (`EngineShared`).
 public final class TransferEngine: Sendable {
     private let loops: [MultiLoop]
 
@@ -13,9 +13,13 @@ public final class TransferEngine: Sendable {
     }
 
     /// `maxRunning`: transfers running at once across all loops (the rest wait, sessions taking
-    /// turns); `maxBytesPerSecond`: body bytes per second across all transfers.
-    public init(loopCount: Int, policy: NetworkPolicy, maxRunning: Int = 10_000, maxBytesPerSecond: Int64? = nil) {
-        let shared = EngineShared(maxRunning: max(1, maxRunning), maxBytesPerSecond: maxBytesPerSecond)
+    /// turns); `maxBytesPerSecond`: body bytes per second across all transfers; `bandwidthGroups`:
+    /// the groups each session's transfers share a rate with besides (its own limit and the global
+    /// one apply as well).
+    public init(loopCount: Int, policy: NetworkPolicy, maxRunning: Int = 10_000, maxBytesPerSecond: Int64? = nil,
+                bandwidthGroups: (any BandwidthGroupResolver)? = nil) {
+        let shared = EngineShared(maxRunning: max(1, maxRunning), maxBytesPerSecond: maxBytesPerSecond,
+                                  bandwidthGroups: bandwidthGroups)
         loops = (0..<max(1, loopCount)).map { MultiLoop(index: $0, policy: policy, shared: shared) }
         shared.attach(loops)
     }

@@ -1,4 +1,5 @@
 import TransferCore
+import TransferEngine
 
 /// Who a request comes from: a calling service (from the auth file), an `--api-token` holder, or —
 /// when no authentication is configured — the anonymous admin. What it may see follows from its
@@ -26,9 +27,12 @@ package final class Principal: Sendable {
     let requestRate: RequestRateLimiter?
     /// Creations being committed, counted against `max_unfinished_tasks` (kept across reloads).
     let quota: TaskQuota
+    /// `max_bytes_per_second`, shared by the transfers of every session it may change (kept
+    /// across reloads, its rate set in place).
+    let bandwidth: BandwidthGroup?
 
     init(name: String, role: Role, namespaces: [String]?, allowPaths: [String]?, roots: AllowedRoots,
-         limits: PrincipalLimits, requestRate: RequestRateLimiter?, quota: TaskQuota)
+         limits: PrincipalLimits, requestRate: RequestRateLimiter?, quota: TaskQuota, bandwidth: BandwidthGroup? = nil)
     {
         self.name = name
         self.role = role
@@ -38,6 +42,7 @@ package final class Principal: Sendable {
         self.limits = limits
         self.requestRate = requestRate
         self.quota = quota
+        self.bandwidth = bandwidth
     }
 
     /// An admin without limits (an `--api-token` holder, or everyone when nothing is configured).

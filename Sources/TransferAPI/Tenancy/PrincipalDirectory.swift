@@ -1,17 +1,20 @@
 import Digests
 import Synchronization
 import TransferCore
+import TransferEngine
 
 /// The principals in force: the auth file's, the `--api-token` admins, or — with neither — the
 /// anonymous admin. A reload swaps in a new set at once; requests in flight keep the principal
 /// they were admitted as. State that outlives a reload (a principal's request budget, its
 /// creations in flight) is carried over by name.
-package final class PrincipalDirectory: Sendable {
+package final class PrincipalDirectory: BandwidthGroupResolver {
     /// One set of principals, indexed by the first 8 bytes of their token's SHA-256.
     private final class Snapshot: Sendable {
         let byHashPrefix: [UInt64: [(hash: [UInt8], principal: Principal)]]
         let principals: [Principal]
         let byName: [String: Principal]
+        /// Those whose transfers share a bandwidth group: principals that may change sessions.
+        let paced: [Principal]
 
         init(_ entries: [(hash: [UInt8], principal: Principal)]) {
             var index: [UInt64: [(hash: [UInt8], principal: Principal)]] = [:]
@@ -19,6 +22,7 @@ package final class PrincipalDirectory: Sendable {
             byHashPrefix = index
             principals = entries.map(\.principal)
             byName = Dictionary(entries.map { ($0.principal.name, $0.principal) }) { first, _ in first }
+            paced = principals.filter { $0.bandwidth != nil && $0.role != .read }
         }
     }
 
@@ -72,8 +76,15 @@ package final class PrincipalDirectory: Sendable {
                 rate = RequestRateLimiter(rate: perSecond, burst: burst)
             }
         }
+        // The same group, at its new rate: transfers it paces now follow the new rate.
+        var bandwidth: BandwidthGroup?
+        if let perSecond = entry.limits.maxBytesPerSecond {
+            bandwidth = old?.bandwidth ?? BandwidthGroup(name: entry.name, bytesPerSecond: perSecond)
+            if bandwidth?.bytesPerSecond != perSecond { bandwidth?.setRate(perSecond) }
+        }
         return Principal(name: entry.name, role: entry.role, namespaces: entry.namespaces, allowPaths: entry.allowPaths,
-                         roots: entry.roots ?? roots, limits: entry.limits, requestRate: rate, quota: old?.quota ?? TaskQuota())
+                         roots: entry.roots ?? roots, limits: entry.limits, requestRate: rate, quota: old?.quota ?? TaskQuota(),
+                         bandwidth: bandwidth)
     }
 
     /// The principal a presented bearer token belongs to. Its SHA-256 is looked up by its first
@@ -94,6 +105,13 @@ package final class PrincipalDirectory: Sendable {
     package func stillSees(_ principal: Principal, _ identifier: String) -> Bool {
         if anonymous != nil { return true }
         return current.withLock { $0 }.byName[principal.name]?.sees(identifier) ?? false
+    }
+
+    /// The bandwidth groups a session's transfers share: those of the principals (other than
+    /// `read` ones) with `max_bytes_per_second` whose namespaces hold it. Asked when a transfer
+    /// starts; the engine asks again once `generation` changed.
+    package func groups(forSession identifier: String) -> [BandwidthGroup] {
+        current.withLock { $0 }.paced.compactMap { $0.sees(identifier) ? $0.bandwidth : nil }
     }
 
     /// With no authentication configured, everyone is the anonymous admin.

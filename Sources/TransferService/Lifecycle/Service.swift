@@ -50,7 +50,7 @@ public final class Service: Sendable {
                                         authFile: try configuration.authFile.map { path throws in try AuthFile.load(path: path, roots: roots) },
                                         roots: roots)
         engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
-                                maxBytesPerSecond: configuration.maxBytesPerSecond)
+                                maxBytesPerSecond: configuration.maxBytesPerSecond, bandwidthGroups: principals)
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
                                       engine: engine, layout: layout, allowedRoots: roots,
                                       limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes,

@@ -65,4 +65,22 @@ struct PrincipalDirectoryTests {
         #expect(billing.requestRate?.take().allowed == false)
         #expect(Self.lookup(directory, "admin")?.name == "token-1", "--api-token admins stay")
     }
+
+    @Test func sessionsShareTheBandwidthGroupOfThePrincipalsThatMayChangeThem() throws {
+        let directory = PrincipalDirectory(apiTokens: [], authFile: try Self.file(#"""
+        {"name": "billing", "token_sha256": "\#(Self.hex("b"))", "role": "write", "namespaces": ["com.b."], "limits": {"max_bytes_per_second": 100000}},
+        {"name": "dash", "token_sha256": "\#(Self.hex("d"))", "role": "read", "namespaces": ["com."], "limits": {"max_bytes_per_second": 5000}}
+        """#), roots: Self.roots)
+        let group = try #require(directory.groups(forSession: "com.b.uploads").first)
+        #expect(directory.groups(forSession: "com.b.uploads").map(\.name) == ["billing"], "a read principal moves no bytes")
+        #expect(directory.groups(forSession: "com.b.other").first === group, "one group for all its sessions")
+        #expect(directory.groups(forSession: "com.c.x").isEmpty)
+        let before = directory.generation
+        directory.replace(with: try Self.file(#"""
+        {"name": "billing", "token_sha256": "\#(Self.hex("b"))", "role": "write", "namespaces": ["com.b."], "limits": {"max_bytes_per_second": 200000}}
+        """#))
+        #expect(directory.generation != before, "the engine asks again")
+        #expect(directory.groups(forSession: "com.b.uploads").first === group, "transfers already paced by it keep it")
+        #expect(group.bytesPerSecond == 200000, "at the new rate")
+    }
 }
