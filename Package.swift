@@ -65,10 +65,11 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
-        // The REST API: routes, authentication, request reading, problem documents. The only
-        // module that knows HTTP status codes.
+        // The REST API: routes, principals and what each may see and do (tenants), request reading,
+        // problem documents. The only module that knows HTTP status codes.
         .target(name: "TransferAPI", dependencies: [
             "Digests", "HTTPServer", "JSON", "Lifecycles", "Reactor", "TransferCore", "TransferEngine", "TransferModel",
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
 
@@ -104,7 +105,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(name: "TransferAPITests", dependencies: ["TransferAPI"]),
+        .testTarget(name: "TransferAPITests", dependencies: [
+            "Digests", "HTTPServer", "TransferAPI", "TransferCore", "TransferModel",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "TransferCoreTests", dependencies: [
             "JSON", "Lifecycles", "Reactor", "TestSupport", "TransferCore", "TransferEngine", "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),

@@ -4,10 +4,18 @@ import COpenSSL
 /// every digest takes in the API.
 public enum SHA256Hex {
     public static func of(_ bytes: [UInt8]) -> String {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let ok = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha256(), nil) }
-        precondition(ok == 1, "SHA-256 is unavailable in libcrypto")
-        return SHA256Stream.hex(digest.prefix(Int(length)))
+        SHA256Stream.hex(bytes.withUnsafeBytes { SHA256Digest.of($0) })
+    }
+}
+
+/// The 32 bytes of the SHA-256 of bytes held in memory (a presented bearer token, to look up).
+public enum SHA256Digest {
+    public static func of(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: Int(EVP_MAX_MD_SIZE)) { buffer, count in
+            var length: UInt32 = 0
+            let ok = EVP_Digest(bytes.baseAddress, bytes.count, buffer.baseAddress, &length, SHA256Stream.algorithm, nil)
+            precondition(ok == 1, "SHA-256 is unavailable in libcrypto")
+            count = Int(length)
+        }
     }
 }

@@ -4,8 +4,8 @@ import COpenSSL
 /// libcrypto). Used by one thread at a time.
 public final class SHA256Stream: @unchecked Sendable {
     private let context: OpaquePointer
-    /// Fetched once: `EVP_sha256()` would look the implementation up again at every init.
-    nonisolated(unsafe) private static let algorithm = EVP_MD_fetch(nil, "SHA256", nil)
+    /// Fetched once: `EVP_sha256()` would look the implementation up again at every use.
+    nonisolated(unsafe) static let algorithm = EVP_MD_fetch(nil, "SHA256", nil)
 
     public init() {
         context = EVP_MD_CTX_new()

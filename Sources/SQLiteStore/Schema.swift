@@ -182,5 +182,10 @@ enum Schema {
         ALTER TABLE events_by_number RENAME TO events;
         CREATE INDEX events_by_time ON events(at);
         """),
+        Migration(32, """
+        -- The principal that stored a client blob: only it (and admins) may read, delete or upload
+        -- from it. Blobs stored before principals existed have none, and are an admin's.
+        ALTER TABLE blobs ADD COLUMN principal TEXT;
+        """),
     ]
 }

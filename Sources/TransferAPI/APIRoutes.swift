@@ -2,11 +2,11 @@ import HTTPServer
 import TransferCore
 import TransferModel
 
-/// Every `/v1` route, behind the bearer check: the one thing the service asks of this module. The
-/// route groups it registers stay internal to the module.
+/// Every `/v1` route, each behind the access gate: the one thing the service asks of this module.
+/// The route groups it registers stay internal to the module.
 package struct APIRoutes {
     let coordinator: TaskCoordinator
-    let authenticator: Authenticator
+    let gate: AccessGate
     let rates: TransferRates
     let version: String
     let startedAt: Timestamp
@@ -14,11 +14,11 @@ package struct APIRoutes {
     /// Seconds between Server-Sent Events heartbeats.
     let sseHeartbeat: Double
 
-    package init(coordinator: TaskCoordinator, authenticator: Authenticator, rates: TransferRates, version: String,
+    package init(coordinator: TaskCoordinator, gate: AccessGate, rates: TransferRates, version: String,
                  startedAt: Timestamp, maxBlobBytes: Int64, sseHeartbeat: Double)
     {
         self.coordinator = coordinator
-        self.authenticator = authenticator
+        self.gate = gate
         self.rates = rates
         self.version = version
         self.startedAt = startedAt
@@ -26,19 +26,21 @@ package struct APIRoutes {
         self.sseHeartbeat = sseHeartbeat
     }
 
-    package func register(in table: inout RouteTable) {
-        let auth: RequestGuard = authenticator.check
+    package func register(in routes: inout RouteTable) {
         // A path under /v1 that matches no route is checked too: 401 before 404, so an unauthorised
         // caller learns nothing of which paths exist.
-        table.guardUnmatched(prefix: "/v1", auth)
-        APIRoot(version: version, startedAt: startedAt).register(in: &table, guard: auth)
-        SessionRoutes(coordinator: coordinator).register(in: &table, guard: auth)
-        SessionCookieRoutes(coordinator: coordinator).register(in: &table, guard: auth)
-        TaskRoutes(coordinator: coordinator).register(in: &table, guard: auth)
-        TaskActionRoutes(coordinator: coordinator).register(in: &table, guard: auth)
-        TaskContentRoutes(coordinator: coordinator).register(in: &table, guard: auth)
-        StatsRoute(coordinator: coordinator, rates: rates).register(in: &table, guard: auth)
-        BlobRoutes(coordinator: coordinator, maxBlobBytes: maxBlobBytes).register(in: &table, guard: auth)
-        EventRoutes(coordinator: coordinator, heartbeat: sseHeartbeat).register(in: &table, guard: auth)
+        routes.guardUnmatched(prefix: "/v1", gate.check(nil))
+        var table = APIRouteTable(routes, gate: gate)
+        APIRoot(version: version, startedAt: startedAt).register(in: &table)
+        WhoAmIRoute().register(in: &table)
+        SessionRoutes(coordinator: coordinator).register(in: &table)
+        SessionCookieRoutes(coordinator: coordinator).register(in: &table)
+        TaskRoutes(coordinator: coordinator).register(in: &table)
+        TaskActionRoutes(coordinator: coordinator).register(in: &table)
+        TaskContentRoutes(coordinator: coordinator).register(in: &table)
+        StatsRoute(coordinator: coordinator, rates: rates).register(in: &table)
+        BlobRoutes(coordinator: coordinator, maxBlobBytes: maxBlobBytes).register(in: &table)
+        EventRoutes(coordinator: coordinator, principals: gate.directory, heartbeat: sseHeartbeat).register(in: &table)
+        routes = table.table
     }
 }

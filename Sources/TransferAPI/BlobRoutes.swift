@@ -2,29 +2,30 @@ import HTTPServer
 import TransferCore
 import TransferModel
 
-/// `/v1/blobs…`: upload bytes for later upload tasks, read a blob's facts, delete it.
+/// `/v1/blobs…`: upload bytes for later upload tasks, read a blob's facts, delete it. A blob
+/// belongs to the principal that stored it; the access gate hides it from every other (but admins).
 struct BlobRoutes {
     let coordinator: TaskCoordinator
     let maxBlobBytes: Int64
 
-    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout APIRouteTable) {
         let coordinator = coordinator, maxBlobBytes = maxBlobBytes
-        table.add("POST", "/v1/blobs", guard: auth, .streamed({ request throws(HTTPProblem) in
+        table.addStreamed("POST", "/v1/blobs", .service) { request, principal throws(HTTPProblem) in
             guard let blobs = coordinator.blobs else { throw HTTPProblem(503, "store_unavailable", "blobs need the store") }
             var declared: Int64?
             if case .length(let n) = request.head.framing { declared = Int64(n) }
-            return try BlobUploadSink(blobs: blobs, maxBytes: maxBlobBytes, declaredLength: declared) { work in
+            return try BlobUploadSink(blobs: blobs, principal: principal.name, maxBytes: maxBlobBytes, declaredLength: declared) { work in
                 coordinator.fileWork.async(execute: work)
             }
-        }))
-        table.add("GET", "/v1/blobs/{blob}", guard: auth) { request, responder in
+        }
+        table.add("GET", "/v1/blobs/{blob}", .blob) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let blob = try coordinator.blob(request.parameters["blob"] ?? "")
                 responder.respond(RouteSupport.json { blob.encode(into: &$0) })
             }
         }
-        table.add("DELETE", "/v1/blobs/{blob}", guard: auth) { request, responder in
+        table.add("DELETE", "/v1/blobs/{blob}", .blob) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 coordinator.deleteBlob(try coordinator.blob(request.parameters["blob"] ?? "")) { result in

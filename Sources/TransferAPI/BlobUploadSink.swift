@@ -10,6 +10,8 @@ import TransferModel
 /// the row committed, and only then is the client told 201.
 final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
     private let blobs: BlobStore
+    /// The principal storing it: the blob's owner.
+    private let principal: String
     private let maxBytes: Int64
     private let finishing: (@escaping @Sendable () -> Void) -> Void
     private let id = Blob.newID()
@@ -17,13 +19,14 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
     private let hasher: FileHasher
     private var size: Int64 = 0
 
-    init(blobs: BlobStore, maxBytes: Int64, declaredLength: Int64?,
+    init(blobs: BlobStore, principal: String, maxBytes: Int64, declaredLength: Int64?,
          finishing: @escaping (@escaping @Sendable () -> Void) -> Void) throws(HTTPProblem)
     {
         if let declaredLength, declaredLength > maxBytes {
             throw HTTPProblem(413, "content_too_large", "a blob may hold at most \(maxBytes) bytes")
         }
         self.blobs = blobs
+        self.principal = principal
         self.maxBytes = maxBytes
         self.finishing = finishing
         // Read-write: the hasher reads the file back behind the writes.
@@ -52,7 +55,7 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
     }
 
     func finish(_ responder: Responder) {
-        let (blobs, fd, id, size) = (blobs, fd, id, size)
+        let (blobs, fd, id, size, principal) = (blobs, fd, id, size, principal)
         hasher.finish(size: size) { [finishing] digest in
             finishing {
                 guard let digest, fsync(fd) == 0 else {
@@ -65,7 +68,7 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
                     unlink(blobs.temporaryPath(id))
                     return responder.respond(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the blob").response)
                 }
-                let blob = Blob(id: id, size: size, sha256: digest, createdAt: Timestamp.now(), owner: nil)
+                let blob = Blob(id: id, size: size, sha256: digest, createdAt: Timestamp.now(), principal: principal)
                 blobs.insert(blob) { result in
                     switch result {
                     case .success:

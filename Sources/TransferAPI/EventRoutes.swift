@@ -8,12 +8,13 @@ import TransferModel
 /// acknowledge, list webhook attempts, redeliver one event.
 struct EventRoutes {
     let coordinator: TaskCoordinator
+    let principals: PrincipalDirectory
     /// Seconds between SSE heartbeats (comment lines that keep proxies and clients from timing out).
     let heartbeat: Double
 
-    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
-        let coordinator = coordinator, heartbeat = heartbeat
-        table.add("GET", "/v1/sessions/{identifier}/events", guard: auth) { request, responder in
+    func register(in table: inout APIRouteTable) {
+        let coordinator = coordinator, heartbeat = heartbeat, principals = principals
+        table.add("GET", "/v1/sessions/{identifier}/events", .session) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit", "wait"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -26,7 +27,8 @@ struct EventRoutes {
                 if wantsStream, let last = try EventRoutes.cursor(request.headers["last-event-id"], field: "Last-Event-ID") { from = last }
                 let after = from ?? session.locked { session.ackedThrough }
                 if wantsStream {
-                    let stream = EventStream(session: session, coordinator: coordinator, after: after, heartbeat: heartbeat)
+                    let stream = EventStream(session: session, coordinator: coordinator, after: after, heartbeat: heartbeat,
+                                             stillAllowed: { principals.stillSees(principal, session.identifier) })
                     responder.respond(HTTPResponse(status: 200, headers: HTTPHeaders([
                         ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
                     ]), body: .stream { stream.run(on: $0) }))
@@ -52,7 +54,7 @@ struct EventRoutes {
                 }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/events/ack", guard: auth) { request, responder in
+        table.add("POST", "/v1/sessions/{identifier}/events/ack", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -78,7 +80,7 @@ struct EventRoutes {
                 }
             }
         }
-        table.add("GET", "/v1/sessions/{identifier}/deliveries", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions/{identifier}/deliveries", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -94,7 +96,7 @@ struct EventRoutes {
                 })
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/events/{event}/redeliver", guard: auth) { request, responder in
+        table.add("POST", "/v1/sessions/{identifier}/events/{event}/redeliver", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -131,7 +133,8 @@ struct EventRoutes {
 /// One Server-Sent Events stream: journaled events after the cursor, then live ones as they are
 /// committed (and live progress), with a heartbeat comment between. `id:` is the seq, so a client
 /// reconnecting with `Last-Event-ID` continues where it stopped. `session.invalidated` is the
-/// last event a session has: the stream ends after it.
+/// last event a session has: the stream ends after it. So does a stream whose principal may no
+/// longer see the session (a reloaded auth file), at its next heartbeat.
 final class EventStream: Sendable {
     private struct State {
         /// Live events that arrived while the journal was being replayed (nil once it was).
@@ -144,13 +147,17 @@ final class EventStream: Sendable {
     private let coordinator: TaskCoordinator
     private let after: Int64
     private let heartbeat: Double
+    private let stillAllowed: @Sendable () -> Bool
     private let state: Locked<State>
 
-    init(session: SessionState, coordinator: TaskCoordinator, after: Int64, heartbeat: Double) {
+    init(session: SessionState, coordinator: TaskCoordinator, after: Int64, heartbeat: Double,
+         stillAllowed: @escaping @Sendable () -> Bool)
+    {
         self.session = session
         self.coordinator = coordinator
         self.after = after
         self.heartbeat = heartbeat
+        self.stillAllowed = stillAllowed
         state = Locked(State(written: after))
     }
 
@@ -206,6 +213,7 @@ final class EventStream: Sendable {
         clock.execute { [self] in
             clock.scheduleTimer(at: MonotonicClock.after(seconds: heartbeat)) { [self] in
                 guard !stream.isClosed else { return }
+                guard stillAllowed() else { return stream.finish() }
                 stream.write(Array(": keep-alive\n\n".utf8))
                 scheduleHeartbeat(stream)
             }

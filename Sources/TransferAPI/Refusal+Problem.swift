@@ -14,6 +14,7 @@ extension Refusal {
         case .gone: 410
         case .unsupportedMediaType: 415
         case .rangeNotSatisfiable: 416
+        case .tooMany: 429
         case .invalid: 422
         case .internalError: 500
         case .unavailable: 503

@@ -5,14 +5,15 @@ import TransferEngine
 import TransferModel
 
 /// `GET /v1/sessions/{identifier}/cookies`: what a session's jar holds, for an operator to see.
-/// Values are redacted unless `?values=true` (they are often credentials); pages of `limit`,
+/// Values are redacted unless `?values=true` (they are often credentials; not for a `read`
+/// principal); pages of `limit`,
 /// ordered by domain, path and name, `after` the `next` cursor of the page before.
 struct SessionCookieRoutes {
     let coordinator: TaskCoordinator
 
-    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout APIRouteTable) {
         let coordinator = coordinator
-        table.add("GET", "/v1/sessions/{identifier}/cookies", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions/{identifier}/cookies", .session) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["values", "limit", "after"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -20,7 +21,12 @@ struct SessionCookieRoutes {
                 let revealing: Bool
                 switch request.query("values") {
                 case nil, "false": revealing = false
-                case "true": revealing = true
+                case "true":
+                    // Cookie values are often credentials: for those who may change the session.
+                    guard principal.role != .read else {
+                        throw Refusal(.forbidden, "forbidden", "principal \(principal.name) has the read role: cookie values are not shown to it")
+                    }
+                    revealing = true
                 default: throw Refusal(.invalid, "validation_failed", "values must be true or false", field: "values")
                 }
                 let after = request.query("after") ?? ""

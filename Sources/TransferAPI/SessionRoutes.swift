@@ -4,13 +4,14 @@ import Lifecycles
 import TransferCore
 import TransferModel
 
-/// `/v1/sessions…`: create or re-attach, read, list, invalidate, reset, flush.
+/// `/v1/sessions…`: create or re-attach, read, list (the sessions the caller may see), invalidate,
+/// reset, flush.
 struct SessionRoutes {
     let coordinator: TaskCoordinator
 
-    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout APIRouteTable) {
         let coordinator = coordinator
-        table.add("PUT", "/v1/sessions/{identifier}", guard: auth) { request, responder in
+        table.add("PUT", "/v1/sessions/{identifier}", .sessionCreation) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let identifier = try RouteSupport.identifier(request)
@@ -32,7 +33,7 @@ struct SessionRoutes {
                     }
                 }
                 try body.finish()
-                let settings = try coordinator.engineSettings(for: configuration)
+                let settings = try coordinator.engineSettings(for: configuration, roots: principal.roots)
                 let put = TaskCoordinator.SessionRequest(mode: mode, configuration: configuration, configurationJSON: configJSON,
                                                          settings: settings, delegate: delegate, delegateSecretGenerated: generated)
                 coordinator.putSession(identifier, put) { result in
@@ -47,12 +48,13 @@ struct SessionRoutes {
                 }
             }
         }
-        table.add("GET", "/v1/sessions", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions", .service) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["limit", "after"])
                 let limit = try RouteSupport.limit(request)
                 let after = request.query("after") ?? ""
-                let sessions = coordinator.registry.all.filter { $0.identifier > after }.sorted { $0.identifier < $1.identifier }
+                let sessions = coordinator.registry.all.filter { $0.identifier > after && principal.sees($0.identifier) }
+                    .sorted { $0.identifier < $1.identifier }
                 let page = sessions.prefix(limit)
                 responder.respond(RouteSupport.json { json in
                     json.beginObject()
@@ -64,14 +66,14 @@ struct SessionRoutes {
                 })
             }
         }
-        table.add("GET", "/v1/sessions/{identifier}", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions/{identifier}", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
                 responder.respond(RouteSupport.json { SessionRoutes.encode(session, into: &$0) })
             }
         }
-        table.add("DELETE", "/v1/sessions/{identifier}", guard: auth) { request, responder in
+        table.add("DELETE", "/v1/sessions/{identifier}", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["mode"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -90,7 +92,7 @@ struct SessionRoutes {
         for (action, perform) in [("reset", coordinator.reset), ("flush", coordinator.flush)]
             as [(String, @Sendable (SessionState, @escaping @Sendable () -> Void) -> Void)]
         {
-            table.add("POST", "/v1/sessions/{identifier}/\(action)", guard: auth) { request, responder in
+            table.add("POST", "/v1/sessions/{identifier}/\(action)", .session) { request, _, responder in
                 RouteSupport.answer(responder) { () throws(Refusal) in
                     try RouteSupport.checkQuery(request, allowed: [])
                     let session = try coordinator.session(try RouteSupport.identifier(request))

@@ -4,22 +4,31 @@ import TransferCore
 import TransferEngine
 import TransferModel
 
-/// `GET /v1/stats`: tasks by state, transfer rates down and up, and how many transfers wait.
+/// `GET /v1/stats`: tasks by state, transfer rates down and up, and how many transfers wait — over
+/// the whole service for an admin, over its own sessions for any other principal.
 struct StatsRoute {
     let coordinator: TaskCoordinator
     let rates: TransferRates
 
-    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout APIRouteTable) {
         let coordinator = coordinator, rates = rates
-        table.add("GET", "/v1/stats", guard: auth) { request, responder in
+        table.add("GET", "/v1/stats", .service) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
-                let counts = coordinator.taskCounts()
-                let (waiting, running) = coordinator.engine.statistics()
-                let (down, up) = rates.current
+                let counts = coordinator.taskCounts(where: principal.sees)
+                let sessions = coordinator.registry.all.lazy.filter { principal.sees($0.identifier) }.count
+                let activity: (waiting: Int, running: Int, down: Double, up: Double)
+                if principal.isAdmin {
+                    let (waiting, running) = coordinator.engine.statistics()
+                    let (down, up) = rates.current
+                    activity = (waiting, running, down, up)
+                } else {
+                    activity = coordinator.activity(where: principal.sees)
+                }
+                let (waiting, running, down, up) = activity
                 responder.respond(RouteSupport.json { json in
                     json.beginObject()
-                    json.key("sessions"); json.int(coordinator.registry.all.count)
+                    json.key("sessions"); json.int(sessions)
                     json.key("tasks"); json.beginObject()
                     for state in TaskState.allCases { json.key(escaping: state.rawValue); json.int(counts[state] ?? 0) }
                     json.endObject()

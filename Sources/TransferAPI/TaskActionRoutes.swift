@@ -6,21 +6,21 @@ import TransferModel
 struct TaskActionRoutes {
     let coordinator: TaskCoordinator
 
-    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout APIRouteTable) {
         let coordinator = coordinator
-        table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/resume", guard: auth) { request, responder in
+        table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/resume", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 let (session, id) = try TaskActionRoutes.target(request, coordinator)
                 coordinator.resume(session, id) { TaskRoutes.respond($0, responder) }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/suspend", guard: auth) { request, responder in
+        table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/suspend", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 let (session, id) = try TaskActionRoutes.target(request, coordinator)
                 coordinator.suspend(session, id) { TaskRoutes.respond($0, responder) }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/cancel", guard: auth) { request, responder in
+        table.add("POST", "/v1/sessions/{identifier}/tasks/{task}/cancel", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 let (session, id) = try TaskActionRoutes.target(request, coordinator)
                 var produceResumeData = false

@@ -8,9 +8,9 @@ import TransferModel
 struct TaskContentRoutes {
     let coordinator: TaskCoordinator
 
-    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout APIRouteTable) {
         let coordinator = coordinator
-        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/body", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/body", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 let (session, id) = try TaskActionRoutes.target(request, coordinator)
                 let record = try coordinator.record(session, id)
@@ -30,7 +30,7 @@ struct TaskContentRoutes {
                                                               open: { open(path, O_RDONLY | O_CLOEXEC) }))
             }
         }
-        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/file", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/file", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 let (session, id) = try TaskActionRoutes.target(request, coordinator)
                 let record = try coordinator.record(session, id)

@@ -9,19 +9,18 @@ import TransferModel
 struct TaskRoutes {
     let coordinator: TaskCoordinator
 
-    func register(in table: inout RouteTable, guard auth: @escaping RequestGuard) {
+    func register(in table: inout APIRouteTable) {
         let coordinator = coordinator
-        table.add("POST", "/v1/sessions/{identifier}/tasks", guard: auth) { request, responder in
+        table.add("POST", "/v1/sessions/{identifier}/tasks", .session) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
                 var creations = [try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")]
-                try coordinator.resolveResumeData(&creations)
-                let creation = creations[0]
-                try coordinator.checkDestinations([creation])
-                try coordinator.checkBodySources([creation], in: session)
                 let claim = try TaskRoutes.idempotencyClaim(request)
-                coordinator.createTasks(in: session, [creation], idempotency: claim) { result in
+                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator,
+                                                   replaying: claim.map { session.holdsTask(withIdempotencyKey: $0.key) } ?? false)
+                coordinator.createTasks(in: session, creations, idempotency: claim) { result in
+                    release()
                     switch result {
                     case .success(.created(let created)):
                         responder.respond(.json(created[0].reply, status: 201, headers: HTTPHeaders([
@@ -37,7 +36,7 @@ struct TaskRoutes {
                 }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/tasks:batch", guard: auth) { request, responder in
+        table.add("POST", "/v1/sessions/{identifier}/tasks:batch", .session) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -51,10 +50,9 @@ struct TaskRoutes {
                 for (i, item) in items.enumerated() {
                     creations.append(try TaskCreationRequest.parse(item, field: "tasks[\(i)]"))
                 }
-                try coordinator.resolveResumeData(&creations)
-                try coordinator.checkDestinations(creations)
-                try coordinator.checkBodySources(creations, in: session)
+                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
                 coordinator.createTasks(in: session, creations, idempotency: nil) { result in
+                    release()
                     switch result {
                     case .success(.created(let created)):
                         var body: [UInt8] = Array(#"{"tasks":["#.utf8)
@@ -73,7 +71,7 @@ struct TaskRoutes {
                 }
             }
         }
-        table.add("GET", "/v1/sessions/{identifier}/tasks", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions/{identifier}/tasks", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["limit", "after", "state", "kind"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -108,7 +106,7 @@ struct TaskRoutes {
                 })
             }
         }
-        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}", guard: auth) { request, responder in
+        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["wait"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -129,7 +127,7 @@ struct TaskRoutes {
                 }
             }
         }
-        table.add("PATCH", "/v1/sessions/{identifier}/tasks/{task}", guard: auth) { request, responder in
+        table.add("PATCH", "/v1/sessions/{identifier}/tasks/{task}", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -142,7 +140,7 @@ struct TaskRoutes {
                 }
             }
         }
-        table.add("DELETE", "/v1/sessions/{identifier}/tasks/{task}", guard: auth) { request, responder in
+        table.add("DELETE", "/v1/sessions/{identifier}/tasks/{task}", .session) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -153,6 +151,24 @@ struct TaskRoutes {
                     }
                 }
             }
+        }
+    }
+
+    /// Everything a creation must pass before it is attempted: its `resume_data`, its paths
+    /// (inside the caller's roots), its body sources (the caller's blobs), and room under the
+    /// caller's `max_unfinished_tasks` — reserved last, so a refused request holds none. The
+    /// returned release gives the room back once the creation has ended (the created tasks are
+    /// counted in their sessions by then). A retry that will be `replaying` a task it made needs none.
+    static func check(_ creations: inout [TaskCreationRequest], in session: SessionState, for principal: Principal,
+                      _ coordinator: TaskCoordinator, replaying: Bool = false) throws(Refusal) -> @Sendable () -> Void
+    {
+        try coordinator.resolveResumeData(&creations)
+        try coordinator.checkDestinations(creations, roots: principal.roots)
+        try coordinator.checkBodySources(creations, in: session, roots: principal.roots, blobOwner: principal.blobOwnerFilter)
+        guard let limit = principal.limits.maxUnfinishedTasks, !replaying else { return {} }
+        return try principal.quota.reserve(creations.count, limit: limit) {
+            let counts = coordinator.taskCounts(where: principal.sees)
+            return TaskState.allCases.reduce(0) { $0 + ($1 == .completed ? 0 : counts[$1] ?? 0) }
         }
     }
 

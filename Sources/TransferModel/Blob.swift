@@ -8,13 +8,16 @@ package struct Blob: Sendable, Equatable {
     package let createdAt: Timestamp
     /// The task (`session/task`) whose inline body this blob holds, if it is one.
     package let owner: String?
+    /// The principal that stored a client's blob (nil: one stored before there were principals).
+    package let principal: String?
 
-    package init(id: String, size: Int64, sha256: String, createdAt: Timestamp, owner: String? = nil) {
+    package init(id: String, size: Int64, sha256: String, createdAt: Timestamp, owner: String? = nil, principal: String? = nil) {
         self.id = id
         self.size = size
         self.sha256 = sha256
         self.createdAt = createdAt
         self.owner = owner
+        self.principal = principal
     }
 
     package func encode(into json: inout JSONWriter) {

@@ -16,6 +16,8 @@ package struct Refusal: Error, Sendable {
         case gone
         case unsupportedMediaType
         case rangeNotSatisfiable
+        /// A principal's request rate or task quota is used up.
+        case tooMany
         case insufficientStorage
         /// The store cannot be reached.
         case unavailable

@@ -24,6 +24,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("api-token-file"), help: "File with one token per line. Env: TRANSFERD_API_TOKEN_FILE.")
     var apiTokenFile: String?
 
+    @Option(name: .customLong("auth-file"), help: "JSON file of principals (token hashes, roles, namespaces, limits); re-read on SIGHUP. Env: TRANSFERD_AUTH_FILE.")
+    var authFile: String?
+
     @Option(name: .customLong("allow-path"), help: "Root that from_file and download destinations may use (repeatable). Env: TRANSFERD_ALLOW_PATHS (comma-separated).")
     var allowPath: [String] = []
 
@@ -90,6 +93,7 @@ struct TransferdCommand: ParsableCommand {
         raw.dataDir = dataDir
         raw.apiTokens = apiToken
         raw.apiTokenFile = apiTokenFile
+        raw.authFile = authFile
         raw.allowPaths = allowPath
         raw.networkPolicy = networkPolicy
         raw.retention = retention

@@ -1,5 +1,6 @@
 // Wires transferd together: parse the command line, resolve configuration, bootstrap logging and
-// metrics, start the service, wait for SIGTERM/SIGINT, shut down gracefully.
+// metrics, start the service, wait for SIGTERM/SIGINT (reloading the auth file on SIGHUP), shut
+// down gracefully.
 import ArgumentParser
 import Glibc
 import Logging
@@ -8,7 +9,7 @@ import Prometheus
 import TransferService
 
 // Before any thread exists, so every thread inherits the mask and only sigwait sees the signals.
-Service.blockTerminationSignals()
+Service.blockSignals()
 
 let command: TransferdCommand
 do {
@@ -46,7 +47,15 @@ do {
     exit(1)
 }
 
-let signal = Service.waitForTerminationSignal()
-logger.info("signal received", metadata: ["signal": .stringConvertible(signal)])
+while true {
+    switch Service.waitForSignal() {
+    case .reload:
+        service.reloadAuthFile()
+        continue
+    case .terminate(let signal):
+        logger.info("signal received", metadata: ["signal": .stringConvertible(signal)])
+    }
+    break
+}
 service.shutdown()
 exit(0)

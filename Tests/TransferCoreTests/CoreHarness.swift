@@ -62,7 +62,7 @@ final class CoreHarness: @unchecked Sendable {
         let configuration = JSONValue.object([])
         let request = TaskCoordinator.SessionRequest(
             mode: mode, configuration: try SessionConfiguration.parse(configuration), configurationJSON: configuration,
-            settings: try coordinator.engineSettings(for: try SessionConfiguration.parse(configuration)),
+            settings: try coordinator.engineSettings(for: try SessionConfiguration.parse(configuration), roots: coordinator.allowedRoots),
             delegateSecretGenerated: false)
         return try Self.wait { coordinator.putSession(identifier, request, completion: $0) }.get().0
     }
@@ -71,7 +71,7 @@ final class CoreHarness: @unchecked Sendable {
     func create(_ json: String, in session: SessionState, idempotency: IdempotencyClaim? = nil) throws -> Result<CreationOutcome, Refusal> {
         var requests = [try TaskCreationRequest.parse(try JSONParser.parse(Array(json.utf8)), field: "")]
         try coordinator.resolveResumeData(&requests)
-        try coordinator.checkDestinations(requests)
+        try coordinator.checkDestinations(requests, roots: coordinator.allowedRoots)
         return try Self.wait { coordinator.createTasks(in: session, requests, idempotency: idempotency, completion: $0) }
     }
 

@@ -9,6 +9,8 @@ public struct HTTPRequest: Sendable {
     /// The client's `X-Request-Id` when it sent a usable one, otherwise one made up here.
     public let id: String
     public let remoteAddress: String
+    /// Who sent it, as the route's guard established it (nil for a route without one).
+    public internal(set) var identity: (any AnyObject & Sendable)?
 
     public var method: String { head.method }
     public var path: Substring { head.path }

@@ -1,6 +1,34 @@
 /// Runs with the request once its head is parsed, before any body is read: a denial (say, 401) is
 /// sent at once, so a client is not made to upload a body that would be refused.
-public typealias RequestGuard = @Sendable (HTTPRequest) -> HTTPResponse?
+public typealias RequestGuard = @Sendable (HTTPRequest) -> Admission
+
+/// What a guard decided about a request: whether it goes on to its handler, who it is from, and
+/// what every response to it carries.
+public struct Admission: Sendable {
+    /// Answered at once instead of running the handler.
+    public var denial: HTTPResponse?
+    /// Who sent the request, as the guard established it: handed to the handler in
+    /// `HTTPRequest.identity` (the server does not look inside).
+    public var identity: (any AnyObject & Sendable)?
+    /// Added to the response, whoever produces it (the denial, the handler, a 500 for a handler
+    /// that never answered).
+    public var responseHeaders: HTTPHeaders
+    /// Runs with the status once the response was sent (or the connection gave up on it).
+    public var completion: (@Sendable (_ status: Int) -> Void)?
+
+    public init(denial: HTTPResponse? = nil, identity: (any AnyObject & Sendable)? = nil,
+                responseHeaders: HTTPHeaders = HTTPHeaders(), completion: (@Sendable (_ status: Int) -> Void)? = nil)
+    {
+        self.denial = denial
+        self.identity = identity
+        self.responseHeaders = responseHeaders
+        self.completion = completion
+    }
+
+    public static let admitted = Admission()
+
+    public static func denied(_ response: HTTPResponse) -> Admission { Admission(denial: response) }
+}
 
 /// Handles a request whose body (if any) was collected, up to the server's buffered-body limit.
 public typealias RequestHandler = @Sendable (HTTPRequest, Responder) -> Void

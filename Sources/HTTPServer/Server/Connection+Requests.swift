@@ -23,11 +23,10 @@ extension Connection {
 
         let route: Router.Route, parameters: PathParameters
         let match = shared.router.match(method: head.method, path: head.path)
-        if case .found = match {} else if let check = shared.router.unmatchedGuard(for: head.path),
-            let denial = check(HTTPRequest(head: head, route: "unmatched", parameters: PathParameters(), body: [],
-                                           id: requestID, remoteAddress: remoteAddress))
-        {
-            return respondEarly(denial, unreadBody: hasBody)
+        if case .found = match {} else if let check = shared.router.unmatchedGuard(for: head.path) {
+            exchange?.admission = check(HTTPRequest(head: head, route: "unmatched", parameters: PathParameters(), body: [],
+                                                    id: requestID, remoteAddress: remoteAddress))
+            if let denial = exchange?.admission.denial { return respondEarly(denial, unreadBody: hasBody) }
         }
         switch match {
         case .notFound:
@@ -43,9 +42,14 @@ extension Connection {
         }
         exchange?.route = route.pattern
         exchange?.routeIndex = route.index
-        let request = HTTPRequest(head: head, route: route.pattern, parameters: parameters, body: [],
+        var request = HTTPRequest(head: head, route: route.pattern, parameters: parameters, body: [],
                                   id: requestID, remoteAddress: remoteAddress)
-        if let denial = route.guardCheck?(request) { return respondEarly(denial, unreadBody: hasBody) }
+        if let check = route.guardCheck {
+            let admission = check(request)
+            exchange?.admission = admission
+            if let denial = admission.denial { return respondEarly(denial, unreadBody: hasBody) }
+            request.identity = admission.identity
+        }
         switch route.action {
         case .buffered(let handler):
             let limit = limits.maxBufferedBodyBytes

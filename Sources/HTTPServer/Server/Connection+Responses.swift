@@ -21,7 +21,9 @@ extension Connection {
         ex.closeAfter = !keepAlive
         exchange = ex
 
-        var head = ResponseHead(status: response.status, headers: response.headers, versionMinor: ex.head.versionMinor,
+        var headers = response.headers
+        for (name, value) in ex.admission.responseHeaders { headers.add(name, value) }
+        var head = ResponseHead(status: response.status, headers: headers, versionMinor: ex.head.versionMinor,
                                 keepAlive: keepAlive, requestID: ex.requestID, date: worker.date())
         // RFC 9110 §6.4.1, RFC 9112 §6.3: a response to HEAD, and a 1xx, 204 or 304, ends at its
         // header section; body bytes a handler passed anyway would be read as the next response.

@@ -181,7 +181,11 @@ final class Connection: EventHandler, @unchecked Sendable {
             stream = nil
             s.terminated()
         }
-        if let ex = exchange, ex.status != nil { worker.recordCompleted(ex, remoteAddress: remoteAddress) }
+        if let ex = exchange {
+            // A request the client left before it was answered still ran (or may still run): its
+            // guard hears of it, with status 0.
+            if ex.status != nil { worker.recordCompleted(ex, remoteAddress: remoteAddress) } else { ex.admission.completion?(0) }
+        }
         exchange = nil
         worker.remove(self)
     }

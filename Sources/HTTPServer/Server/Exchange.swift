@@ -9,6 +9,8 @@ struct Exchange {
     var closeAfter = false
     /// Body bytes the client may still send that were never read.
     var unreadBody = false
+    /// From the route's guard: headers every response carries, and what runs once it was sent.
+    var admission = Admission.admitted
 }
 
 /// Where the bytes of a request body go.

@@ -35,6 +35,36 @@ package final class AllowedRoots: Sendable {
         self.roots = roots
     }
 
+    private init(roots: [Root]) {
+        self.roots = roots
+    }
+
+    /// Roots replaced (a reloaded auth file) give their descriptors back.
+    deinit {
+        for root in roots { close(root.fd) }
+    }
+
+    /// Roots inside these ones (a principal's `allow_paths`): each must be an existing directory
+    /// beneath one of these roots, reached without `..` or a symlink out of it.
+    package func narrowed(to paths: [String]) throws(UnusableRoot) -> AllowedRoots {
+        var narrowed: [Root] = []
+        for path in paths {
+            let normalized = AllowedRoots.normalize(path)
+            do {
+                let (root, relative) = try locate(normalized)
+                let fd = relative.isEmpty ? fcntl(root.fd, F_DUPFD_CLOEXEC, 0)
+                    : try resolve(root, relative, flags: transferdOpenPath | O_DIRECTORY | O_CLOEXEC)
+                narrowed.append(Root(path: normalized, fd: fd))
+            } catch {
+                for root in narrowed { close(root.fd) }
+                let reason = error == .notAllowed ? "is not inside an --allow-path root"
+                    : error == .missing ? "does not exist" : "cannot be opened"
+                throw UnusableRoot(description: "\(path) \(reason)")
+            }
+        }
+        return AllowedRoots(roots: narrowed)
+    }
+
     package enum Failure: Error, Equatable {
         /// Outside every root, or escaping one.
         case notAllowed

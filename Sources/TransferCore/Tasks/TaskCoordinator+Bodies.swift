@@ -9,21 +9,24 @@ extension TaskCoordinator {
     /// ones of durable sessions are spooled to a blob file, so no task document carries megabytes.
     static let largestInlineBody = 4096
 
-    /// Every referenced body must exist now: a blob by id, a file beneath an allowed root, a
-    /// finished download of the same session. Checked at creation, so a typo is a 4xx, not a
-    /// failed task later.
-    package func checkBodySources(_ requests: [TaskCreationRequest], in session: SessionState) throws(Refusal) {
+    /// Every referenced body must exist now: a blob by id (one stored by `blobOwner`, unless that
+    /// is nil), a file beneath one of `roots` (the caller's), a finished download of the same
+    /// session. Checked at creation, so a typo is a 4xx, not a failed task later.
+    package func checkBodySources(_ requests: [TaskCreationRequest], in session: SessionState, roots: AllowedRoots,
+                                  blobOwner: String?) throws(Refusal)
+    {
         for (i, request) in requests.enumerated() {
             let prefix = requests.count > 1 ? "tasks[\(i)]." : ""
             switch request.body {
             case .blob(let id, _)?:
                 let field = prefix + (request.kind == .upload ? "upload.from_blob" : "request.body.blob")
-                guard let blob = try? blobs?.lookup(id), blob.owner == nil else {
+                // Another principal's blob is refused as if it did not exist.
+                guard let blob = try? blobs?.lookup(id), blob.owner == nil, blobOwner == nil || blob.principal == blobOwner else {
                     throw Refusal(.invalid, "blob_not_found", "blob \(id) does not exist", field: field)
                 }
             case .file(let path)?:
                 let field = prefix + "upload.from_file"
-                let fd = try openSourceFile(path, field: field)
+                let fd = try openSourceFile(path, field: field, roots: roots)
                 close(fd)
             case .task(let id)?:
                 let field = prefix + "upload.from_task"
@@ -39,14 +42,14 @@ extension TaskCoordinator {
         }
     }
 
-    /// Opens a `from_file` path beneath its allowed root; 403 outside one, 422 when it is not an
+    /// Opens a `from_file` path beneath one of `roots`; 403 outside them, 422 when it is not an
     /// existing regular file.
-    func openSourceFile(_ path: String, field: String) throws(Refusal) -> Int32 {
+    func openSourceFile(_ path: String, field: String, roots: AllowedRoots) throws(Refusal) -> Int32 {
         let fd: Int32
         do {
-            fd = try allowedRoots.openFile(path, flags: O_RDONLY)
+            fd = try roots.openFile(path, flags: O_RDONLY)
         } catch .notAllowed {
-            throw Refusal(.forbidden, "path_not_allowed", "\(path) is not inside an --allow-path root", field: field)
+            throw Refusal(.forbidden, "path_not_allowed", "\(path) is not inside a path the caller may use (--allow-path, or its allow_paths)", field: field)
         } catch .missing {
             throw Refusal(.invalid, "file_does_not_exist", "\(path) does not exist", field: field)
         } catch {
@@ -117,7 +120,7 @@ extension TaskCoordinator {
             segment = try openWhole(path, what: what)
         case .clientFile(let path)?:
             do {
-                let fd = try openSourceFile(path, field: "upload.from_file")
+                let fd = try openSourceFile(path, field: "upload.from_file", roots: allowedRoots)
                 segment = .file(fd: fd, offset: 0, length: TaskCoordinator.size(of: fd))
             } catch {
                 throw TaskError(code: error.code == "file_does_not_exist" ? .fileDoesNotExist : .cannotOpenFile,

@@ -14,7 +14,7 @@ package enum CreationOutcome: Sendable {
 
 /// An `Idempotency-Key` with the sha256 of the body it came with.
 package struct IdempotencyClaim: Sendable {
-    let key: String
+    package let key: String
     let bodyHash: String
 
     package init(key: String, bodyHash: String) {
@@ -43,18 +43,18 @@ extension TaskCoordinator {
         }
     }
 
-    /// A `download.destination` must lie inside an `--allow-path` root (no `..`, no symlink out)
-    /// and its directory must exist: checked when the task is created, so a bad path is a 4xx now
-    /// rather than a failed task later.
-    package func checkDestinations(_ requests: [TaskCreationRequest]) throws(Refusal) {
+    /// A `download.destination` must lie inside one of `roots` (the caller's; no `..`, no symlink
+    /// out) and its directory must exist: checked when the task is created, so a bad path is a 4xx
+    /// now rather than a failed task later.
+    package func checkDestinations(_ requests: [TaskCreationRequest], roots: AllowedRoots) throws(Refusal) {
         for (i, request) in requests.enumerated() {
             guard let destination = request.destination else { continue }
             let field = requests.count > 1 ? "tasks[\(i)].download.destination" : "download.destination"
             do {
-                let parent = try allowedRoots.openParent(of: destination)
+                let parent = try roots.openParent(of: destination)
                 close(parent.dirfd)
             } catch .notAllowed {
-                throw Refusal(.forbidden, "path_not_allowed", "\(destination) is not inside an --allow-path root", field: field)
+                throw Refusal(.forbidden, "path_not_allowed", "\(destination) is not inside a path the caller may use (--allow-path, or its allow_paths)", field: field)
             } catch .missing {
                 throw Refusal.invalid(field, "the directory of \(destination) does not exist")
             } catch {

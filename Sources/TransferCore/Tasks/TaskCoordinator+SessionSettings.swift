@@ -7,10 +7,10 @@ import TransferModel
 /// scheduling, cookies, credentials, proxy, and the TLS files read beneath the allowed roots.
 extension TaskCoordinator {
     /// The engine's settings for a configuration, its TLS files read now: 403 `path_not_allowed`
-    /// for a file outside the `--allow-path` roots, 422 for one that cannot be read or is not PEM.
-    package func engineSettings(for configuration: SessionConfiguration) throws(Refusal) -> SessionSettings {
+    /// for a file outside `roots` (the caller's), 422 for one that cannot be read or is not PEM.
+    package func engineSettings(for configuration: SessionConfiguration, roots: AllowedRoots) throws(Refusal) -> SessionSettings {
         var settings = configuration.settingsWithoutFiles
-        if let tls = configuration.tls { settings.tls = try loadTLS(tls) }
+        if let tls = configuration.tls { settings.tls = try loadTLS(tls, roots: roots) }
         return settings
     }
 
@@ -29,7 +29,7 @@ extension TaskCoordinator {
         var settings = configuration.settingsWithoutFiles
         if let tls = configuration.tls {
             do {
-                settings.tls = try loadTLS(tls)
+                settings.tls = try loadTLS(tls, roots: allowedRoots)
             } catch {
                 logger.error("cannot read a session's TLS files; its transfers will fail",
                              metadata: ["session": .string(session.identifier), "error": .string(error.detail)])
@@ -46,19 +46,19 @@ extension TaskCoordinator {
         configureEngine(session, settings: settings, cookies: cookies)
     }
 
-    private func loadTLS(_ tls: SessionConfiguration.TLS) throws(Refusal) -> TLSSettings {
+    private func loadTLS(_ tls: SessionConfiguration.TLS, roots: AllowedRoots) throws(Refusal) -> TLSSettings {
         var settings = TLSSettings()
         let field = "configuration.tls."
-        if let path = tls.caFile { settings.caCertificates = try readPEM(path, field: field + "ca_file") }
-        if let path = tls.clientCertFile { settings.clientCertificate = try readPEM(path, field: field + "client_cert_file") }
-        if let path = tls.clientKeyFile { settings.clientKey = try readPEM(path, field: field + "client_key_file") }
+        if let path = tls.caFile { settings.caCertificates = try readPEM(path, field: field + "ca_file", roots: roots) }
+        if let path = tls.clientCertFile { settings.clientCertificate = try readPEM(path, field: field + "client_cert_file", roots: roots) }
+        if let path = tls.clientKeyFile { settings.clientKey = try readPEM(path, field: field + "client_key_file", roots: roots) }
         settings.pinnedPublicKey = tls.pinnedPublicKey
         return settings
     }
 
     /// A PEM file beneath an allowed root (opened as `from_file` is: no `..`, no symlink out).
-    private func readPEM(_ path: String, field: String) throws(Refusal) -> [UInt8] {
-        let fd = try openSourceFile(path, field: field)
+    private func readPEM(_ path: String, field: String, roots: AllowedRoots) throws(Refusal) -> [UInt8] {
+        let fd = try openSourceFile(path, field: field, roots: roots)
         defer { close(fd) }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)

@@ -57,7 +57,7 @@ package struct ObjectReader {
         return .some(try string(key, maxLength: maxLength))
     }
 
-    mutating func requiredString(_ key: String, maxLength: Int = 65536) throws(Refusal) -> String {
+    package mutating func requiredString(_ key: String, maxLength: Int = 65536) throws(Refusal) -> String {
         guard let s = try string(key, maxLength: maxLength) else { throw Refusal.invalid(field(key), "is required") }
         return s
     }
@@ -82,7 +82,7 @@ package struct ObjectReader {
         return b
     }
 
-    mutating func object(_ key: String) throws(Refusal) -> ObjectReader? {
+    package mutating func object(_ key: String) throws(Refusal) -> ObjectReader? {
         guard let value = raw(key) else { return nil }
         return try ObjectReader(value, path: field(key))
     }

@@ -9,6 +9,7 @@ public struct RawSettings: Sendable {
     public var dataDir: String?
     public var apiTokens: [String] = []
     public var apiTokenFile: String?
+    public var authFile: String?
     public var allowPaths: [String] = []
     public var networkPolicy: String?
     public var retention: String?
@@ -62,9 +63,10 @@ public enum ConfigurationResolver {
         }
 
         let tokens = try resolveTokens(raw, pick(raw.apiTokenFile, "--api-token-file", "TRANSFERD_API_TOKEN_FILE"), environment)
-        if tokens.isEmpty && !listen.isLoopback {
+        let authFile = pick(raw.authFile, "--auth-file", "TRANSFERD_AUTH_FILE")?.value
+        if tokens.isEmpty && authFile == nil && !listen.isLoopback {
             throw ConfigurationError(
-                "refusing to listen on \(listen) without an API token: set --api-token, TRANSFERD_API_TOKEN or --api-token-file, or listen on a loopback address")
+                "refusing to listen on \(listen) without authentication: set --auth-file, --api-token, TRANSFERD_API_TOKEN or --api-token-file, or listen on a loopback address")
         }
 
         var allowed = raw.allowPaths.flatMap(splitList)
@@ -111,6 +113,7 @@ public enum ConfigurationResolver {
             apiTokens: tokens, allowedPaths: allowed, networkPolicy: policy.value, retention: retention,
             logLevel: level, http: http)
         configuration.maxDataBodyBytes = Int64(maxDataBody)
+        configuration.authFile = authFile
         if let schedule = pick(raw.webhookRetrySchedule, "--webhook-retry-schedule", "TRANSFERD_WEBHOOK_RETRY_SCHEDULE") {
             let delays = schedule.value.split(separator: ",").map { parseDuration(String($0).trimmingCharacters()) }
             guard !delays.isEmpty, delays.count <= 100, delays.allSatisfy({ $0 != nil }) else {

@@ -5,9 +5,11 @@ import HTTPServer
 public struct ServiceConfiguration: Sendable {
     public var listen: SocketAddress
     public var dataDirectory: String
-    /// Bearer tokens accepted on `/v1`. Empty means no authentication, which is allowed only on a
-    /// loopback address.
+    /// Bearer tokens accepted on `/v1`, as admins. With no auth file either, there is no
+    /// authentication, which is allowed only on a loopback address.
     public var apiTokens: [String]
+    /// The auth file of principals (`--auth-file`), re-read on SIGHUP.
+    public var authFile: String?
     /// Roots under which `from_file` and `download.destination` may lie.
     public var allowedPaths: [String]
     public var networkPolicy: String
@@ -44,7 +46,7 @@ public struct ServiceConfiguration: Sendable {
         public var threads = 0
     }
 
-    public var requiresAuthentication: Bool { !apiTokens.isEmpty }
+    public var requiresAuthentication: Bool { !apiTokens.isEmpty || authFile != nil }
 
     public func serverConfiguration(loops: Int) -> HTTPServerConfiguration {
         var c = HTTPServerConfiguration(address: listen, loopCount: http.threads > 0 ? http.threads : loops)

@@ -10,18 +10,20 @@ import TransferEngine
 import TransferModel
 
 /// transferd as one object: builds the routes and the HTTP server from a configuration, runs until
-/// SIGTERM or SIGINT, then shuts down gracefully.
+/// SIGTERM or SIGINT (re-reading the auth file on SIGHUP), then shuts down gracefully.
 public final class Service: Sendable {
     public static let version = TransferdVersion.current
 
-    private let configuration: ServiceConfiguration
-    private let logger: Logger
+    let configuration: ServiceConfiguration
+    let logger: Logger
     private let server: HTTPServer
     private let readiness = Readiness()
-    private let coordinator: TaskCoordinator
+    let coordinator: TaskCoordinator
     private let engine: TransferEngine
     private let store: SQLiteTransferStore
     private let dataLock: DataDirectoryLock
+    /// Who may call the API; replaced when the auth file is reloaded.
+    let principals: PrincipalDirectory
 
     /// The address the API is served on (with the real port when port 0 was asked for).
     public var address: SocketAddress { server.boundAddress }
@@ -43,11 +45,14 @@ public final class Service: Sendable {
         guard let policy = NetworkPolicy(parsing: configuration.networkPolicy) else {
             throw ConfigurationError("invalid --network-policy '\(configuration.networkPolicy)'")
         }
+        let roots = try AllowedRoots(paths: configuration.allowedPaths)
+        principals = PrincipalDirectory(apiTokens: configuration.apiTokens,
+                                        authFile: try configuration.authFile.map { path throws in try AuthFile.load(path: path, roots: roots) },
+                                        roots: roots)
         engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
                                 maxBytesPerSecond: configuration.maxBytesPerSecond)
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
-                                      engine: engine, layout: layout,
-                                      allowedRoots: try AllowedRoots(paths: configuration.allowedPaths),
+                                      engine: engine, layout: layout, allowedRoots: roots,
                                       limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes,
                                                                      webhookSchedule: configuration.webhookSchedule),
                                       resumeKey: try ResumeKey.load(directory: layout.root),
@@ -58,15 +63,16 @@ public final class Service: Sendable {
         RetentionSweeper(coordinator: coordinator, retention: configuration.retention,
                          interval: configuration.sweepInterval).start()
 
-        let auth = Authenticator(tokens: configuration.apiTokens)
         let processMetrics = ProcessMetrics(registry: metrics, startTime: startedAt)
         let readiness = readiness
         let coordinator = coordinator
+        let gate = AccessGate(directory: principals, blobOwner: { id in (try? coordinator.blob(id)).map(\.principal) },
+                              audit: logger)
         let rates = TransferRates(engine: engine, clock: coordinator.clock)
         let router = Router { table in
             OperationsRoutes(readiness: readiness, metrics: metrics, collectProcessMetrics: processMetrics.collect)
                 .register(in: &table)
-            APIRoutes(coordinator: coordinator, authenticator: auth, rates: rates, version: Service.version,
+            APIRoutes(coordinator: coordinator, gate: gate, rates: rates, version: Service.version,
                       startedAt: startedAt, maxBlobBytes: configuration.maxBlobBytes,
                       sseHeartbeat: configuration.sseHeartbeat).register(in: &table)
         }
@@ -75,7 +81,7 @@ public final class Service: Sendable {
         readiness.register("http") { true }
         let store = store
         readiness.register("store") { store.isReadable() }
-        if !auth.isEnabled {
+        if !principals.requiresAuthentication {
             logger.warning("no API token configured: serving loopback only, without authentication",
                            metadata: ["listen": .string(server.boundAddress.description)])
         }
@@ -121,33 +127,5 @@ public final class Service: Sendable {
         var buffer = [CChar](repeating: 0, count: 4096)
         guard getcwd(&buffer, buffer.count) != nil else { return "." }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// Blocks the calling thread until SIGTERM or SIGINT arrives. Call `blockTerminationSignals`
-    /// before any thread starts, so that only this `sigwait` sees them.
-    public static func waitForTerminationSignal() -> Int32 {
-        var set = terminationSignals()
-        var received: Int32 = 0
-        while sigwait(&set, &received) != 0 {}
-        return received
-    }
-
-    /// Blocks SIGTERM and SIGINT in the calling thread and every thread it creates later, and
-    /// ignores SIGPIPE (writes to a closed socket must fail with EPIPE, not kill the process).
-    public static func blockTerminationSignals() {
-        signal(SIGPIPE, SIG_IGN)
-        // Over RLIMIT_FSIZE a write must fail with EFBIG (the task then fails with
-        // cannot_write_to_file), not kill the process.
-        signal(SIGXFSZ, SIG_IGN)
-        var set = terminationSignals()
-        pthread_sigmask(SIG_BLOCK, &set, nil)
-    }
-
-    private static func terminationSignals() -> sigset_t {
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGTERM)
-        sigaddset(&set, SIGINT)
-        return set
     }
 }

@@ -187,7 +187,7 @@ extension Integration {
         @Test func aGuardDenialComesBeforeTheBody() throws {
             let server = try TestServer { t in
                 t.add("POST", "/guarded", guard: { req in
-                    req.headers["Authorization"] == "Bearer ok" ? nil : .problem(HTTPProblem(401, "unauthorized", "no token"))
+                    req.headers["Authorization"] == "Bearer ok" ? .admitted : .denied(.problem(HTTPProblem(401, "unauthorized", "no token")))
                 }) { req, r in r.respond(HTTPResponse(body: .bytes(req.body))) }
             }
             defer { server.shutdown() }

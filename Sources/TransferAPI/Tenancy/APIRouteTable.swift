@@ -1,0 +1,48 @@
+import HTTPServer
+
+/// The only way an API route is registered: with the resource its path names, so the access gate
+/// decides before the handler runs, and the handler is given the principal it decided for. A route
+/// cannot be added without a rule, nor a handler run without a principal.
+struct APIRouteTable {
+    typealias Handler = @Sendable (HTTPRequest, Principal, Responder) -> Void
+    typealias SinkFactory = @Sendable (HTTPRequest, Principal) throws(HTTPProblem) -> RequestBodySink
+
+    private(set) var table: RouteTable
+    let gate: AccessGate
+
+    init(_ table: RouteTable, gate: AccessGate) {
+        self.table = table
+        self.gate = gate
+    }
+
+    mutating func add(_ method: String, _ pattern: String, _ resource: APIResource, _ handler: @escaping Handler) {
+        check(pattern, resource)
+        table.add(method, pattern, guard: gate.check(resource)) { request, responder in
+            handler(request, APIRouteTable.principal(of: request), responder)
+        }
+    }
+
+    mutating func addStreamed(_ method: String, _ pattern: String, _ resource: APIResource, _ factory: @escaping SinkFactory) {
+        check(pattern, resource)
+        table.add(method, pattern, guard: gate.check(resource), .streamed({ request throws(HTTPProblem) in
+            try factory(request, APIRouteTable.principal(of: request))
+        }))
+    }
+
+    /// The rule must be able to find what it is about in the path.
+    private func check(_ pattern: String, _ resource: APIResource) {
+        switch resource {
+        case .session, .sessionCreation: precondition(pattern.contains("{identifier}"), "\(pattern) names no session")
+        case .blob: precondition(pattern.contains("{blob}"), "\(pattern) names no blob")
+        case .service: precondition(!pattern.contains("{"), "\(pattern) names something its rule ignores")
+        }
+    }
+
+    /// The gate admitted the request, so it set the principal.
+    private static func principal(of request: HTTPRequest) -> Principal {
+        guard let principal = request.identity as? Principal else {
+            preconditionFailure("an API request reached its handler without a principal")
+        }
+        return principal
+    }
+}

@@ -1,0 +1,101 @@
+import HTTPServer
+import Logging
+import TransferModel
+
+/// Stands in front of every `/v1` handler: finds the principal from the bearer token (RFC 6750),
+/// spends one of its requests, decides whether it may do this to what the path names, and
+/// arranges the audit line of a change. The handler then receives the principal in
+/// `HTTPRequest.identity`.
+package struct AccessGate: Sendable {
+    let directory: PrincipalDirectory
+    /// A client blob's owner: nil when there is no such blob.
+    let blobOwner: @Sendable (String) -> String??
+    let audit: Logger
+
+    package init(directory: PrincipalDirectory, blobOwner: @escaping @Sendable (String) -> String??, audit: Logger) {
+        self.directory = directory
+        self.blobOwner = blobOwner
+        self.audit = audit
+    }
+
+    /// The guard of a route naming `resource`; nil: a `/v1` path no route matches (authenticated,
+    /// so that an unauthorised caller learns nothing of which paths exist).
+    func check(_ resource: APIResource?) -> RequestGuard {
+        { request in admit(request, resource) }
+    }
+
+    func admit(_ request: HTTPRequest, _ resource: APIResource?) -> Admission {
+        let principal: Principal
+        switch authenticate(request) {
+        case .success(let p): principal = p
+        case .failure(let challenge): return .denied(challenge.response)
+        }
+        var headers = HTTPHeaders()
+        var refusal: Refusal?
+        var retryAfter: Int?
+        if let rate = principal.requestRate {
+            let decision = rate.take()
+            headers.add("RateLimit-Policy", rate.policyField)
+            headers.add("RateLimit", RequestBucket.stateField(decision))
+            if !decision.allowed {
+                refusal = Refusal(.tooMany, "rate_limited",
+                                  "principal \(principal.name) is over its rate of \(rate.rate.formatted) requests a second; retry in \(decision.retryAfter) s")
+                retryAfter = decision.retryAfter
+            }
+        }
+        if refusal == nil, let resource {
+            refusal = Access.decide(principal, method: request.method, resource: resource, identifier: request.parameters["identifier"],
+                                    blob: request.parameters["blob"], blobOwner: blobOwner)
+        }
+        var denial = refusal?.response
+        if let retryAfter { denial?.headers.add("Retry-After", String(retryAfter)) }
+        return Admission(denial: denial, identity: principal, responseHeaders: headers,
+                         completion: Principal.changes(request.method) ? auditLine(request, principal) : nil)
+    }
+
+    /// Every change, allowed or not, is logged with who asked for it and how it ended.
+    private func auditLine(_ request: HTTPRequest, _ principal: Principal) -> @Sendable (Int) -> Void {
+        let (audit, method, path, id, name) = (audit, request.method, String(request.path), request.id, principal.name)
+        return { status in
+            audit.notice("audit", metadata: [
+                "principal": .string(name), "method": .string(method), "path": .string(path),
+                "status": .stringConvertible(status), "request_id": .string(id),
+            ])
+        }
+    }
+
+    /// A 401 and why.
+    struct Challenge: Error {
+        let detail: String
+        let error: String?
+
+        var response: HTTPResponse {
+            var value = "Bearer realm=\"transferd\""
+            if let error { value += ", error=\"\(error)\"" }
+            return .problem(HTTPProblem(401, "unauthorized", detail), headers: HTTPHeaders([("WWW-Authenticate", value)]))
+        }
+    }
+
+    func authenticate(_ request: HTTPRequest) -> Result<Principal, Challenge> {
+        if let anonymous = directory.anonymousPrincipal { return .success(anonymous) }
+        guard let header = request.headers["authorization"] else {
+            return .failure(Challenge(detail: "missing bearer token", error: nil))
+        }
+        // credentials = auth-scheme 1*SP token68 (RFC 9110 §11.4): one or more spaces. Read from
+        // the header's bytes: this runs on every request.
+        var value = header
+        let found: Principal?? = value.withUTF8 { bytes in
+            let scheme = bytes.firstIndex(of: 0x20) ?? bytes.count
+            // The scheme is case-insensitive (RFC 9110 §11.1); `| 0x20` lowercases the letters of "bearer".
+            guard scheme == 6, bytes.prefix(6).elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }) else { return nil }
+            let presented = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[scheme...].drop { $0 == 0x20 }))
+            guard !presented.isEmpty else { return nil }
+            return .some(directory.authenticate(presented))
+        }
+        switch found {
+        case nil: return .failure(Challenge(detail: "the Authorization header must use the Bearer scheme", error: "invalid_request"))
+        case .some(nil): return .failure(Challenge(detail: "invalid bearer token", error: "invalid_token"))
+        case .some(let principal?): return .success(principal)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Glibc
+import TransferAPI
+
+/// The signals transferd acts on: SIGTERM and SIGINT stop it, SIGHUP re-reads the auth file.
+extension Service {
+    public enum Signal {
+        case terminate(Int32)
+        case reload
+    }
+
+    /// Blocks the calling thread until one of its signals arrives. Call `blockSignals` before any
+    /// thread starts, so that only this `sigwait` sees them.
+    public static func waitForSignal() -> Signal {
+        var set = handledSignals()
+        var received: Int32 = 0
+        while sigwait(&set, &received) != 0 {}
+        return received == SIGHUP ? .reload : .terminate(received)
+    }
+
+    /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and every thread it creates later,
+    /// and ignores SIGPIPE (writes to a closed socket must fail with EPIPE, not kill the process).
+    public static func blockSignals() {
+        signal(SIGPIPE, SIG_IGN)
+        // Over RLIMIT_FSIZE a write must fail with EFBIG (the task then fails with
+        // cannot_write_to_file), not kill the process.
+        signal(SIGXFSZ, SIG_IGN)
+        var set = handledSignals()
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    private static func handledSignals() -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGHUP)
+        return set
+    }
+
+    /// SIGHUP: reads the auth file again and puts it in force. A file that cannot be read or is
+    /// invalid is reported and changes nothing: the principals in force stay.
+    public func reloadAuthFile() {
+        guard let path = configuration.authFile else {
+            logger.info("SIGHUP ignored: no --auth-file is configured")
+            return
+        }
+        do {
+            let file = try AuthFile.load(path: path, roots: coordinator.allowedRoots)
+            principals.replace(with: file)
+            logger.info("auth file reloaded", metadata: ["path": .string(path), "principals": .stringConvertible(file.entries.count)])
+        } catch {
+            logger.error("auth file rejected; keeping the previous principals",
+                         metadata: ["path": .string(path), "error": .string(error.description)])
+        }
+    }
+}
