@@ -5,8 +5,16 @@
 # size as transferd's `GET /v1` body, then runs the same `wrk` load against each in this run and
 # prints both request rates and the ratio transferd/nginx. Goal: at least 0.5.
 #
+# With BENCH_HTTP_PRINCIPALS=N, transferd starts with an `--auth-file` of N write principals (each
+# its own namespace `ns<i>.`, its token known only as its SHA-256) instead of `--api-token`, and the
+# caller is the LAST of them (what a linear search through the principals would find last). Besides
+# `GET /v1`, the load then also goes to `GET /v1/sessions/<a session in ns<N>.>`: authentication,
+# the namespace check and the session read from memory. Each route is compared with nginx serving a
+# file of the same size as its body.
+#
 # Usage: bench/http.sh           (from anywhere; `make bench` runs it)
-# Environment: THREADS [2], CONNECTIONS [64], DURATION [10s], WARMUP [2s], TRANSFERD_BINARY.
+# Environment: THREADS [2], CONNECTIONS [64], DURATION [10s], WARMUP [2s], BENCH_HTTP_PRINCIPALS
+# [0: an --api-token], TRANSFERD_BINARY.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -15,38 +23,77 @@ THREADS=${THREADS:-2}
 CONNECTIONS=${CONNECTIONS:-64}
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
+PRINCIPALS=${BENCH_HTTP_PRINCIPALS:-0}
 
 install_tools nginx wrk curl
 ensure_binary
 bench_setup http
 
-TRANSFERD_LOG_LEVEL=info start_transferd
-turl="$api/v1"
-curl -sf -H "$auth" "$turl" -o "$work/v1.body"
-size=$(wc -c <"$work/v1.body")
-
-# nginx with a static JSON file of the same size.
-mkdir -p "$work/www"
-chmod 755 "$work/www"
-json_of_size "$size" "$work/www/v1.json"
-start_nginx "        root $work/www;"
-nurl="http://127.0.0.1:$nport/v1.json"
-wait_for "$nurl"
-nsize=$(curl -sf "$nurl" | wc -c)
-if [ "$nsize" != "$size" ]; then
-  log "nginx serves $nsize bytes, transferd $size"
-  exit 1
+if [ "$PRINCIPALS" -gt 0 ]; then
+  # The auth file, and the last principal's token (the only one used).
+  principal_token=$(python3 - "$PRINCIPALS" "$work/auth.json" <<'PY'
+import hashlib, json, secrets, sys
+count, path = int(sys.argv[1]), sys.argv[2]
+tokens = [secrets.token_hex(24) for _ in range(count)]
+principals = [{"name": f"p{i}", "token_sha256": hashlib.sha256(token.encode()).hexdigest(), "role": "write",
+               "namespaces": [f"ns{i}."]} for i, token in enumerate(tokens, 1)]
+json.dump({"principals": principals}, open(path, "w"))
+print(tokens[-1])
+PY
+)
+  transferd_credentials=(--auth-file "$work/auth.json")
 fi
 
-log "wrk -t$THREADS -c$CONNECTIONS -d$DURATION, ${size}-byte JSON body, $(nproc) cores"
-run_wrk "$THREADS" "$CONNECTIONS" "$WARMUP" "$turl" -H "$auth" >/dev/null
-run_wrk "$THREADS" "$CONNECTIONS" "$WARMUP" "$nurl" >/dev/null
-read -r transferd_rps _ <<<"$(run_wrk "$THREADS" "$CONNECTIONS" "$DURATION" "$turl" -H "$auth")"
-read -r nginx_rps _ <<<"$(run_wrk "$THREADS" "$CONNECTIONS" "$DURATION" "$nurl")"
+TRANSFERD_LOG_LEVEL=info start_transferd
+routes=("/v1")
+labels=("GET /v1 (bearer)")
+if [ "$PRINCIPALS" -gt 0 ]; then
+  auth="Authorization: Bearer $principal_token"
+  session="ns$PRINCIPALS.bench"
+  status=$(curl -s -o "$work/put.body" -w '%{http_code}' -X PUT -H "$auth" -H 'Content-Type: application/json' \
+    -d '{"mode": "default"}' "$api/v1/sessions/$session")
+  if [ "$status" != 201 ]; then
+    log "creating $session as principal p$PRINCIPALS: $status $(cat "$work/put.body")"
+    exit 1
+  fi
+  labels=("GET /v1 (principal $PRINCIPALS of $PRINCIPALS)" "GET /v1/sessions/{id} (same principal)")
+  routes+=("/v1/sessions/$session")
+fi
 
-awk -v t="$transferd_rps" -v n="$nginx_rps" 'BEGIN {
-  ratio = t / n
-  printf "transferd GET /v1 (bearer): %12.0f requests/s\n", t
-  printf "nginx static file:          %12.0f requests/s\n", n
-  printf "ratio transferd/nginx:      %12.2f (goal >= 0.50: %s)\n", ratio, (ratio >= 0.5 ? "met" : "NOT met")
-}'
+# nginx with static JSON files, one of the size of each route's body.
+mkdir -p "$work/www"
+chmod 755 "$work/www"
+start_nginx "        root $work/www;"
+
+# The size of `path`'s body, with a file of that size for nginx at /<size>.json.
+body_twin() {  # path
+  local size nsize url
+  curl -sf -H "$auth" "$api$1" -o "$work/body"
+  size=$(wc -c <"$work/body")
+  json_of_size "$size" "$work/www/$size.json"
+  url="http://127.0.0.1:$nport/$size.json"
+  wait_for "$url"
+  nsize=$(curl -sf "$url" | wc -c)
+  if [ "$nsize" != "$size" ]; then
+    log "nginx serves $nsize bytes, transferd $size"
+    exit 1
+  fi
+  echo "$size"
+}
+
+for i in "${!routes[@]}"; do
+  turl="$api${routes[$i]}"
+  size=$(body_twin "${routes[$i]}")
+  nurl="http://127.0.0.1:$nport/$size.json"
+  log "${labels[$i]}: wrk -t$THREADS -c$CONNECTIONS -d$DURATION, ${size}-byte JSON body, $(nproc) cores"
+  run_wrk "$THREADS" "$CONNECTIONS" "$WARMUP" "$turl" -H "$auth" >/dev/null
+  run_wrk "$THREADS" "$CONNECTIONS" "$WARMUP" "$nurl" >/dev/null
+  read -r transferd_rps _ <<<"$(run_wrk "$THREADS" "$CONNECTIONS" "$DURATION" "$turl" -H "$auth")"
+  read -r nginx_rps _ <<<"$(run_wrk "$THREADS" "$CONNECTIONS" "$DURATION" "$nurl")"
+  awk -v label="${labels[$i]}" -v t="$transferd_rps" -v n="$nginx_rps" 'BEGIN {
+    ratio = t / n
+    printf "%-50s %12.0f requests/s\n", "transferd " label ":", t
+    printf "%-50s %12.0f requests/s\n", "nginx static file of the same size:", n
+    printf "%-50s %12.2f (goal >= 0.50: %s)\n", "ratio transferd/nginx:", ratio, (ratio >= 0.5 ? "met" : "NOT met")
+  }'
+done

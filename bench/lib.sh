@@ -76,13 +76,18 @@ wait_for() {  # url [curl args...]: until it answers 200, at most $wait_seconds 
 # A command that transferd runs under (say, valgrind), set by a script before start_transferd.
 transferd_prefix=()
 
+# How callers authenticate, set by a script before start_transferd: empty, a fresh `--api-token`
+# ($token, $auth); otherwise these flags instead (say, `--auth-file PATH`, the script's own tokens).
+transferd_credentials=()
+
 start_transferd() {  # [flag...]: with a fresh token and data directory; sets api, token, auth
   token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
   auth="Authorization: Bearer $token"
-  local port
+  local port credentials=(--api-token "$token")
+  [ ${#transferd_credentials[@]} -eq 0 ] || credentials=("${transferd_credentials[@]}")
   port=$(free_port)
   # The database lives on /tmp (disk): a 201 means an fsync'ed store.
-  "${transferd_prefix[@]}" "$BINARY" --listen "127.0.0.1:$port" --data-dir "$work/data" --api-token "$token" \
+  "${transferd_prefix[@]}" "$BINARY" --listen "127.0.0.1:$port" --data-dir "$work/data" "${credentials[@]}" \
     --log-level "${TRANSFERD_LOG_LEVEL:-warning}" "$@" 2>"$work/transferd.log" &
   transferd_pid=$!
   api="http://127.0.0.1:$port"

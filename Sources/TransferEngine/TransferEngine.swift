@@ -52,6 +52,14 @@ public final class TransferEngine: Sendable {
         return handle
     }
 
+    /// The resolver's answers changed (a reloaded auth file): every session asks again now, so a
+    /// transfer already running is held to a group it has just joined, not only the next one.
+    public func bandwidthGroupsChanged() {
+        for loop in loops {
+            loop.loop.execute { for q in loop.sessions.values { loop.pacer.refreshGroups(of: q) } }
+        }
+    }
+
     public func setPriority(_ handle: TransferHandle, _ priority: Double) {
         let loop = handle.loop
         loop.loop.execute { loop.setPriority(handle, priority) }

@@ -113,6 +113,23 @@ struct BandwidthGroupTests {
         origin.server.shutdown()
     }
 
+    /// After `bandwidthGroupsChanged` a running transfer follows its session's new groups at once:
+    /// taken out of a 20 KB/s group, 1 MB no longer needs 50 s.
+    @Test func runningTransfersFollowChangedGroups() throws {
+        let origin = try TestOrigin()
+        let resolver = TestGroupResolver(["moved": [BandwidthGroup(name: "slow", bytesPerSecond: 20_000)]])
+        let engine = Self.makeEngine(resolver)
+        let observer = RecordingObserver()
+        let handle = engine.submit(TransferSpec(label: "t", session: "moved", url: origin.url("/bytes/1000000")), observer: observer)
+        while handle.bytesReceived == 0 && observer.outcome.withLock({ $0 }) == nil { usleep(10_000) }
+        resolver.set("moved", [BandwidthGroup(name: "fast", bytesPerSecond: 100_000_000)])
+        engine.bandwidthGroupsChanged()
+        let outcome = try #require(observer.wait(seconds: 20))
+        #expect(outcome.failure == nil && outcome.bytesReceived == 1_000_000)
+        engine.shutdown()
+        origin.server.shutdown()
+    }
+
     /// Answers are cached until the generation changes: a session first in no group is asked about
     /// once for two transfers, then again after a change, and its next transfer keeps to the group.
     @Test func aResolverIsAskedAgainWhenItsGenerationChanges() throws {

@@ -148,6 +148,20 @@ struct TokenBucketTests {
         #expect(inDebt)
     }
 
+    /// What a full bucket held beyond the new, smaller capacity goes; then it refills at the new
+    /// rate.
+    @Test func aNewRateTrimsTheBucketAndRefillsAtItsOwnPace() {
+        var bucket = TokenBucket(bytesPerSecond: 1_000_000, now: 0)
+        _ = bucket.available(now: 1_000_000_000)  // full: 200,000
+        bucket.setRate(100_000, now: 1_000_000_000)  // capacity 20,000
+        bucket.consume(30_000)  // 10,000 in debt
+        let paidBackAtTheNewRate = !bucket.available(now: 1_100_000_000)  // 0.1 s: zero, not above
+        #expect(paidBackAtTheNewRate)
+        let refilled = bucket.available(now: 1_110_000_000)
+        #expect(refilled)
+        #expect(bucket.rate == 100_000 && bucket.pieceSize == 5_000)
+    }
+
     @Test func piecesAreATwentiethOfASecondWithinBounds() {
         #expect(TokenBucket(bytesPerSecond: 1_000_000, now: 0).pieceSize == 50_000)
         #expect(TokenBucket(bytesPerSecond: 2048, now: 0).pieceSize == 1024)

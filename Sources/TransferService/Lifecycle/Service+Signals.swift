@@ -47,6 +47,7 @@ extension Service {
         do {
             let file = try AuthFile.load(path: path, roots: coordinator.allowedRoots)
             principals.replace(with: file)
+            engine.bandwidthGroupsChanged()
             logger.info("auth file reloaded", metadata: ["path": .string(path), "principals": .stringConvertible(file.entries.count)])
         } catch {
             logger.error("auth file rejected; keeping the previous principals",

@@ -19,7 +19,7 @@ public final class Service: Sendable {
     private let server: HTTPServer
     private let readiness = Readiness()
     let coordinator: TaskCoordinator
-    private let engine: TransferEngine
+    let engine: TransferEngine
     private let store: SQLiteTransferStore
     private let dataLock: DataDirectoryLock
     /// Who may call the API; replaced when the auth file is reloaded.
