@@ -42,6 +42,11 @@ let logger = Logger(label: "transferd")
 let service: Service
 do {
     service = try Service(configuration: configuration, logger: logger, metrics: registry)
+} catch let error as ConfigurationError {
+    // A bad value found only once it is used (a policy, a root, the auth file): as bad flags are.
+    logger.critical("cannot start", metadata: ["error": .string(error.description)])
+    FileHandleOutput.standardError("transferd: \(error)\n")
+    exit(2)
 } catch {
     logger.critical("cannot start", metadata: ["error": .string("\(error)")])
     exit(1)

@@ -12,6 +12,7 @@ import signal
 import pytest
 
 from support.api import assert_problem, put_session, unique, wait_for
+from support.events import EventStream
 from support.tenants import Principal, token_sha256, write_auth_file
 from support.transferd import run_transferd
 
@@ -50,6 +51,27 @@ def test_sighup_puts_a_rewritten_auth_file_in_force(start_transferd, tmp_path):
     assert put_session(td.as_caller(carol.token), unique("com.carol.s")).status_code == 201
     assert td.as_caller(carol.token).get("/v1/whoami").json()["role"] == "write"
     assert whoami(td, alpha) == 200
+
+
+def test_an_open_event_stream_ends_when_a_reload_takes_its_session_away(start_transferd, tmp_path):
+    """A stream admitted before the reload is not a way around it: at its next heartbeat it asks
+    whether its principal may still see the session, and ends if not — while a principal that
+    keeps the session keeps its stream."""
+    alpha = Principal("alpha", "write", ["com.alpha."])
+    beta = Principal("beta", "read", ["com.alpha."])
+    path = write_auth_file(tmp_path / "auth.json", [alpha, beta])
+    td = start_transferd("--auth-file", str(path), "--sse-heartbeat", "200ms")
+    sid = unique("com.alpha.s")
+    assert put_session(td.as_caller(alpha.token), sid).status_code == 201
+    with EventStream(td.as_caller(alpha.token), sid) as kept, EventStream(td.as_caller(beta.token), sid) as taken:
+        assert kept.status == taken.status == 200
+        taken.wait_for(lambda s: s.comments >= 1, timeout=5)
+        write_auth_file(path, [alpha, Principal("beta", "read", ["com.other."], token=beta.token)])
+        sighup_and_wait(td, RELOADED)
+        taken.wait_for(lambda s: s.ended, timeout=5)
+        heard = kept.comments
+        kept.wait_for(lambda s: s.comments >= heard + 2, timeout=5)
+        assert not kept.ended
 
 
 def test_an_invalid_file_on_sighup_keeps_the_previous_principals(start_transferd, tmp_path):

@@ -45,10 +45,16 @@ public final class Service: Sendable {
         guard let policy = NetworkPolicy(parsing: configuration.networkPolicy) else {
             throw ConfigurationError("invalid --network-policy '\(configuration.networkPolicy)'")
         }
-        let roots = try AllowedRoots(paths: configuration.allowedPaths)
-        principals = PrincipalDirectory(apiTokens: configuration.apiTokens,
-                                        authFile: try configuration.authFile.map { path throws in try AuthFile.load(path: path, roots: roots) },
-                                        roots: roots)
+        let roots: AllowedRoots, authFile: AuthFile?
+        do {
+            roots = try AllowedRoots(paths: configuration.allowedPaths)
+            authFile = try configuration.authFile.map { path throws(AuthFile.Invalid) in try AuthFile.load(path: path, roots: roots) }
+        } catch let error as AllowedRoots.UnusableRoot {
+            throw ConfigurationError(error.description)
+        } catch let error as AuthFile.Invalid {
+            throw ConfigurationError("--auth-file \(error.description)")
+        }
+        principals = PrincipalDirectory(apiTokens: configuration.apiTokens, authFile: authFile, roots: roots)
         engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
                                 maxBytesPerSecond: configuration.maxBytesPerSecond, bandwidthGroups: principals)
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
