@@ -7,18 +7,24 @@ import Glibc
 /// the open file, so the kernel releases this one however the process ends, `kill -9` included,
 /// and a restart never finds a stale lock.
 final class DataDirectoryLock: Sendable {
+    /// The lock cannot be had: a condition of the machine, not a bad setting.
+    struct Unavailable: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
     private let fd: Int32
 
     init(root: String) throws {
         let path = root + "/transferd.lock"
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw ConfigurationError("cannot open \(path): \(errnoDescription())") }
+        guard fd >= 0 else { throw Unavailable("cannot open \(path): \(errnoDescription())") }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             let holder = DataDirectoryLock.readHolder(fd)
             close(fd)
-            guard code == EWOULDBLOCK else { throw ConfigurationError("cannot lock \(path): \(errnoDescription(code))") }
-            throw ConfigurationError("the data directory \(root) is in use by another transferd"
+            guard code == EWOULDBLOCK else { throw Unavailable("cannot lock \(path): \(errnoDescription(code))") }
+            throw Unavailable("the data directory \(root) is in use by another transferd"
                 + (holder.isEmpty ? "" : " (pid \(holder))"))
         }
         // Who holds it, for the message above and for an operator reading the file.
