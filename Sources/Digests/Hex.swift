@@ -1,4 +1,5 @@
-/// Hex text to bytes: digests and hashes as people write them (either case).
+/// Hex text to bytes and back: digests and hashes as people write them (either case) and as the
+/// API writes them (lowercase).
 public enum Hex {
     /// nil for an odd number of digits or anything that is not a hex digit.
     public static func decode(_ text: String) -> [UInt8]? {
@@ -21,5 +22,19 @@ public enum Hex {
             }
         }
         return high == nil ? out : nil
+    }
+
+    /// Lowercase hex of any bytes (digests, MACs), the form every digest takes in the API.
+    static func lowercase<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            var n = 0
+            for byte in bytes {
+                out[n] = digits.utf8Start[Int(byte >> 4)]
+                out[n + 1] = digits.utf8Start[Int(byte & 0xF)]
+                n += 2
+            }
+            return n
+        }
     }
 }

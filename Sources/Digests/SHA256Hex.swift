@@ -4,7 +4,7 @@ import COpenSSL
 /// every digest takes in the API.
 public enum SHA256Hex {
     public static func of(_ bytes: [UInt8]) -> String {
-        SHA256Stream.hex(bytes.withUnsafeBytes { SHA256Digest.of($0) })
+        Hex.lowercase(bytes.withUnsafeBytes { SHA256Digest.of($0) })
     }
 }
 
@@ -13,7 +13,7 @@ public enum SHA256Digest {
     public static func of(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: Int(EVP_MAX_MD_SIZE)) { buffer, count in
             var length: UInt32 = 0
-            let ok = EVP_Digest(bytes.baseAddress, bytes.count, buffer.baseAddress, &length, SHA256Stream.algorithm, nil)
+            let ok = EVP_Digest(bytes.baseAddress, bytes.count, buffer.baseAddress, &length, DigestAlgorithm.sha256.evp, nil)
             precondition(ok == 1, "SHA-256 is unavailable in libcrypto")
             count = Int(length)
         }
