@@ -80,7 +80,7 @@ let package = Package(
 
         // The service as a whole: configuration, start-up and shutdown, logging and metrics.
         .target(name: "TransferService", dependencies: [
-            "CLinux", "HTTPServer", "JSON", "Reactor", "SQLiteStore", "TransferAPI", "TransferCore", "TransferEngine",
+            "CLinux", "Digests", "HTTPServer", "JSON", "Reactor", "SQLiteStore", "TransferAPI", "TransferCore", "TransferEngine",
             "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -119,7 +119,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TransferStoreTests", dependencies: [
-            "JSON", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
+            "Digests", "JSON", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
         ]),
     ],
     swiftLanguageModes: [.v6]

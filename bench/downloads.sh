@@ -28,6 +28,8 @@
 #   BENCH_RUNS [3]            measured repetitions per workload (median reported)
 #   BENCH_OUT [/tmp]          parent of the output directories, e.g. /dev/shm for tmpfs
 #   BENCH_ONLY [all]          comma list of single,parallel,small,submit,get
+#   BENCH_DIGESTS [unset]     download.digests of transferd's tasks, comma-separated ("" for none;
+#                             unset: the service's default, sha256), e.g. sha256,crc32c
 #   TRANSFERD_BINARY [.build/release/transferd]
 #   BENCH_DATA [/tmp/transferd-bench-data]  generated source files, kept between runs
 #   BENCH_SMALL_PARALLEL [64] parallelism of the 2,000-file workload, for all three tools
@@ -173,7 +175,7 @@ run_file_workload() {
         transferd)
           t=$("${DRIVE[@]}" download --api "$api" --token "$token" --session "bench.$name.r$r" \
                 --config "$config" --list "$list" --dest "$out/transferd" --sample "$sample" --seed "$r" \
-                --cpu-pid "$transferd_pid" --cpu-out "$work/cpu")
+                --cpu-pid "$transferd_pid" --cpu-out "$work/cpu" ${BENCH_DIGESTS+--digests "$BENCH_DIGESTS"})
           transferd_alive ;;
       esac
       check_outputs "$out/$tool" "$count" "$size"

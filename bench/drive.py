@@ -171,8 +171,10 @@ def cmd_download(args):
     items = read_list(args.list)
     api = API(args.api, args.token)
     put_session(api, args.session, json.loads(args.config) if args.config else None, args.mode)
+    digests = None if args.digests is None else [d for d in args.digests.split(",") if d]
     specs = [{"kind": "download", "request": {"url": it["url"]},
-              "download": {"destination": f"{args.dest}/{it['name']}"}} for it in items]
+              "download": {"destination": f"{args.dest}/{it['name']}",
+                           **({} if digests is None else {"digests": digests})}} for it in items]
     # Bodies are encoded before the clock starts: the client's JSON work is not transferd's time.
     if len(specs) == 1:
         path, body = f"/v1/sessions/{args.session}/tasks", json.dumps(specs[0]).encode()
@@ -203,7 +205,7 @@ def cmd_download(args):
             problem = f"state {t['state']}, error {t['error']}"
         elif (t["response"] or {}).get("status") != 200:
             problem = f"HTTP status {(t['response'] or {}).get('status')}"
-        elif not t["result"] or t["result"]["size"] != it["size"] or t["result"]["sha256"] != it["sha256"]:
+        elif not t["result"] or t["result"]["size"] != it["size"] or t["result"].get("sha256", it["sha256"]) != it["sha256"]:
             problem = f"result {t['result']} does not match size {it['size']} sha256 {it['sha256']}"
         elif t["result"]["location"] != dest:
             problem = f"result location {t['result']['location']} is not the destination {dest}"
@@ -406,6 +408,7 @@ def main():
     d.add_argument("--list", required=True, help="url<TAB>name<TAB>size<TAB>sha256 lines")
     d.add_argument("--dest", required=True, help="directory for the destinations")
     d.add_argument("--sample", type=int, default=8, help="files to sha256 on disk")
+    d.add_argument("--digests", help="download.digests, comma-separated ('' for none; default: the service's)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--timeout", type=float, default=600)
     d.add_argument("--ids-out", help="write the created task ids here")

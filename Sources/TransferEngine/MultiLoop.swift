@@ -1,3 +1,4 @@
+import Digests
 import CCurl
 import CLinux
 import Glibc
@@ -273,9 +274,9 @@ final class MultiLoop: @unchecked Sendable {
             for case .file(let fd, _, _) in segments { close(fd) }
         }
         undelivered.add(1, ordering: .relaxed)
-        let complete: @Sendable (String?) -> Void = { [self, outcome] digest in
+        let complete: @Sendable ([DigestAlgorithm: String]?) -> Void = { [self, outcome] digests in
             var final = outcome
-            final.sha256 = digest
+            final.digests = digests
             transfer.handle.setPhase(.finished)
             transfer.observer.transferCompleted(transfer.handle, final)
             undelivered.subtract(1, ordering: .releasing)

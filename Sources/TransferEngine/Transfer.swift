@@ -41,7 +41,7 @@ final class Transfer: @unchecked Sendable {
     private var writebackOffset: Int64 = 0
     private var memoryBody: [UInt8] = []
     private var received: Int64 = 0
-    /// Hashes the output file a step behind the writes (`spec.hashOutput`), from admission on.
+    /// Hashes the output file a step behind the writes (`spec.digests`), from admission on.
     private(set) var hasher: FileHasher?
 
     // Request body (`.segments`): where the next read starts.
@@ -94,7 +94,7 @@ final class Transfer: @unchecked Sendable {
             writeOffset = offset
             writebackOffset = offset
             handle.setReceived(offset)
-            if spec.hashOutput { hasher = FileHasher(fd: fd) }
+            if !spec.digests.isEmpty { hasher = FileHasher(fd: fd, algorithms: spec.digests) }
         }
         let toSend = files.body.totalLength
         if toSend > 0 { handle.setExpectedToSend(toSend) }
@@ -278,7 +278,7 @@ final class Transfer: @unchecked Sendable {
         }
         if let old = hasher, case .file(let fd, _) = files.output {
             old.cancel { _ in }
-            hasher = FileHasher(fd: fd)
+            hasher = FileHasher(fd: fd, algorithms: old.algorithms)
         }
         return true
     }

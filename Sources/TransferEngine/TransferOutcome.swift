@@ -1,3 +1,4 @@
+import Digests
 import Lifecycles
 
 /// Why an attempt failed: one of the stable error codes a task completes with (the same
@@ -94,8 +95,8 @@ public struct TransferOutcome: Sendable {
     public var bytesSent: Int64 = 0
     /// Length of the request body (0 without one).
     public var bytesExpectedToSend: Int64 = 0
-    /// Hex sha256 of the whole output file, when asked for and the transfer succeeded.
-    public var sha256: String?
+    /// Hex digests of the whole output file, when asked for and the transfer succeeded.
+    public var digests: [DigestAlgorithm: String]?
     /// The body, for `.memory` output.
     public var body: [UInt8]?
     public var metrics = TransferMetrics()

@@ -1,3 +1,4 @@
+import Digests
 /// Everything one attempt of a transfer needs. The engine runs it; what to do with the outcome
 /// (retry, resume, complete the task) is the caller's business.
 public struct TransferSpec: Sendable {
@@ -26,8 +27,9 @@ public struct TransferSpec: Sendable {
     /// Admission order within a session: higher first, then by `sequence`.
     public var priority: Double = 0.5
     public var sequence: UInt64 = 0
-    /// Compute the sha256 of the output file (from its first byte) while writing it.
-    public var hashOutput = false
+    /// The digests to compute over the output file (from its first byte) while writing it; none
+    /// when empty.
+    public var digests: [DigestAlgorithm] = []
 
     public init(label: String, session: String, url: String) {
         self.label = label

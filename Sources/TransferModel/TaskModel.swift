@@ -1,3 +1,4 @@
+import Digests
 import Lifecycles
 
 /// URLSessionTask kinds.
@@ -57,16 +58,23 @@ package struct TaskProgress: Sendable, Equatable {
     }
 }
 
-/// A finished download: where it is, how big, its sha256.
+/// A finished download: where it is, how big, its digests (those the task asked for).
 package struct DownloadResult: Sendable, Equatable {
     package var location: String
     package var size: Int64
-    package var sha256: String
+    /// In the algorithms' fixed order (`DigestAlgorithm.allCases`).
+    package var digests: [(DigestAlgorithm, String)]
 
-    package init(location: String, size: Int64, sha256: String) {
+    package init(location: String, size: Int64, digests: [(DigestAlgorithm, String)]) {
         self.location = location
         self.size = size
-        self.sha256 = sha256
+        self.digests = DigestAlgorithm.allCases.compactMap { a in digests.first { $0.0 == a } }
+    }
+
+    package var sha256: String? { digests.first { $0.0 == .sha256 }?.1 }
+
+    package static func == (a: DownloadResult, b: DownloadResult) -> Bool {
+        a.location == b.location && a.size == b.size && a.digests.elementsEqual(b.digests) { $0 == $1 }
     }
 }
 

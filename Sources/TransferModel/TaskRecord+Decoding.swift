@@ -1,3 +1,4 @@
+import Digests
 import JSON
 
 /// Reads a task back from its stored document and the columns of its row. Documents stored before
@@ -17,7 +18,12 @@ extension TaskRecord {
         description = value["description"]?.stringValue
         headers = TaskRecord.headers(request["headers"])
         destination = value["download"]?["destination"]?.stringValue
-        checksumSHA256 = value["checksum"]?["sha256"]?.stringValue
+        if case .object(let members)? = value["checksum"], let (name, hex) = members.first,
+           let algorithm = DigestAlgorithm(rawValue: name), let text = hex.stringValue
+        {
+            checksum = Checksum(algorithm: algorithm, hex: text)
+        }
+        digests = DigestAlgorithm.decodeList(value["download"]?["digests"]) ?? DigestAlgorithm.defaults
         beginAt = value["begin_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
         // Absent: the request's url; null: none yet.
         currentURL = value["current_url"].map { $0.stringValue } ?? url
@@ -40,10 +46,11 @@ extension TaskRecord {
             progress.bytesPerSecond = p["bytes_per_second"]?.numberValue ?? 0
         }
         if let r = value["result"], let location = r["location"]?.stringValue ?? destination,
-           let size = r["size"]?.intValue ?? Optional(progress.bytesReceived),
-           let sha = r["sha256"]?.stringValue
+           let size = r["size"]?.intValue ?? Optional(progress.bytesReceived)
         {
-            result = DownloadResult(location: location, size: size, sha256: sha)
+            var digests = DownloadResult.decodeDigests(r["digests"])
+            if digests.isEmpty, let sha = r["sha256"]?.stringValue { digests = [(.sha256, sha)] }
+            result = DownloadResult(location: location, size: size, digests: digests)
         }
         if let e = value["error"], let code = e["code"]?.stringValue.flatMap(TaskErrorCode.init(rawValue:)) {
             error = TaskError(code: code, message: e["message"]?.stringValue ?? "", curlCode: e["curl_code"]?.intValue.map(Int.init),

@@ -1,3 +1,4 @@
+import Digests
 import JSON
 
 extension TaskRecord {
@@ -35,12 +36,13 @@ extension TaskRecord {
             json.key("fields"); TaskRecord.encodeHeaders(multipart.fields, into: &json)
             json.endObject()
         }
-        if let destination {
-            json.key("download"); json.beginObject(); json.key("destination"); json.string(destination); json.endObject()
+        if kind == .download {
+            json.key("download"); json.beginObject()
+            json.key("destination"); json.optionalString(destination)
+            json.key("digests"); DigestAlgorithm.encodeList(digests, into: &json)
+            json.endObject()
         }
-        if let checksumSHA256 {
-            json.key("checksum"); json.beginObject(); json.key("sha256"); json.string(checksumSHA256); json.endObject()
-        }
+        if let checksum { json.key("checksum"); checksum.encode(into: &json) }
         json.key("begin_at"); json.optionalString(beginAt?.rfc3339)
         json.key("current_url"); json.optionalString(currentURL)
         json.key("response")
@@ -150,7 +152,8 @@ extension DownloadResult {
         json.beginObject()
         json.key("location"); json.string(location)
         json.key("size"); json.int(size)
-        json.key("sha256"); json.string(sha256)
+        if let sha256 { json.key("sha256"); json.string(sha256) }
+        json.key("digests"); encodeDigests(into: &json)
         json.endObject()
     }
 }

@@ -1,3 +1,4 @@
+import Digests
 import JSON
 
 /// What a stored task keeps in the columns of its row, beside its document: the document leaves
@@ -49,12 +50,14 @@ extension TaskRecord {
             if !multipart.fields.isEmpty { json.key("fields"); TaskRecord.encodeHeaders(multipart.fields, into: &json) }
             json.endObject()
         }
-        if let destination {
-            json.key("download"); json.beginObject(); json.key("destination"); json.string(destination); json.endObject()
+        // `digests` only when not the default, which most downloads keep.
+        if destination != nil || digests != DigestAlgorithm.defaults {
+            json.key("download"); json.beginObject()
+            if let destination { json.key("destination"); json.string(destination) }
+            if digests != DigestAlgorithm.defaults { json.key("digests"); DigestAlgorithm.encodeList(digests, into: &json) }
+            json.endObject()
         }
-        if let checksumSHA256 {
-            json.key("checksum"); json.beginObject(); json.key("sha256"); json.string(checksumSHA256); json.endObject()
-        }
+        if let checksum { json.key("checksum"); checksum.encode(into: &json) }
         if let beginAt { json.key("begin_at"); json.string(beginAt.rfc3339) }
         // Absent: the request's url (every task that got a response); null: none yet.
         if currentURL != url { json.key("current_url"); json.optionalString(currentURL) }
@@ -64,7 +67,12 @@ extension TaskRecord {
             json.key("result"); json.beginObject()
             if result.location != destination { json.key("location"); json.string(result.location) }
             if result.size != progress.bytesReceived { json.key("size"); json.int(result.size) }
-            json.key("sha256"); json.string(result.sha256)
+            // A lone sha256 (the default) as the one member it always was.
+            if result.digests.count == 1, let sha256 = result.sha256 {
+                json.key("sha256"); json.string(sha256)
+            } else {
+                json.key("digests"); result.encodeDigests(into: &json)
+            }
             json.endObject()
         }
         if let error {

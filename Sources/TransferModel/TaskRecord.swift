@@ -1,3 +1,4 @@
+import Digests
 /// Everything transferd knows of one task: the API's task object plus what it needs to run and
 /// resume it. A value: copies are snapshots; the registry holds the current one.
 package struct TaskRecord: Sendable {
@@ -16,7 +17,9 @@ package struct TaskRecord: Sendable {
     package var body: BodySource?
     package var multipart: MultipartSpec?
     package var destination: String?
-    package var checksumSHA256: String?
+    package var checksum: Checksum?
+    /// What a download computes over its file (`download.digests`).
+    package var digests: [DigestAlgorithm] = DigestAlgorithm.defaults
     package var beginAt: Timestamp?
     package var currentURL: String?
     package var response: TaskResponse?

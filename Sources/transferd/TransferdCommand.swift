@@ -27,6 +27,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("auth-file"), help: "JSON file of principals (token hashes, roles, namespaces, limits); re-read on SIGHUP. Env: TRANSFERD_AUTH_FILE.")
     var authFile: String?
 
+    @Option(name: .customLong("default-digests"), help: "Digests a download computes unless it names its own: comma-separated from sha256, sha512, sha1, md5, crc32c; empty for none. Env: TRANSFERD_DEFAULT_DIGESTS. [sha256]")
+    var defaultDigests: String?
+
     @Option(name: .customLong("allow-path"), help: "Root that from_file and download destinations may use (repeatable). Env: TRANSFERD_ALLOW_PATHS (comma-separated).")
     var allowPath: [String] = []
 
@@ -94,6 +97,7 @@ struct TransferdCommand: ParsableCommand {
         raw.apiTokens = apiToken
         raw.apiTokenFile = apiTokenFile
         raw.authFile = authFile
+        raw.defaultDigests = defaultDigests
         raw.allowPaths = allowPath
         raw.networkPolicy = networkPolicy
         raw.retention = retention

@@ -1,3 +1,4 @@
+import Digests
 import Glibc
 import Reactor
 import TestSupport
@@ -37,7 +38,7 @@ struct TransferEngineTests {
         defer { close(fd); unlink(path) }
         var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/300000"))
         spec.output = .file(fd: fd, offset: 0)
-        spec.hashOutput = true
+        spec.digests = [.sha256]
         let observer = RecordingObserver()
         Self.engine.submit(spec, observer: observer)
         let outcome = try #require(observer.wait())
@@ -45,7 +46,7 @@ struct TransferEngineTests {
         #expect(outcome.response?.status == 200)
         #expect(outcome.bytesReceived == 300_000)
         #expect(readFile(path) == TestOrigin.content(300_000))
-        #expect(outcome.sha256 == TestOrigin.sha256(TestOrigin.content(300_000)))
+        #expect(outcome.digests?[.sha256] == TestOrigin.sha256(TestOrigin.content(300_000)))
         #expect(observer.events.withLock { $0 } == ["started", "response 200", "completed"])
         origin.server.shutdown()
     }
@@ -106,7 +107,7 @@ struct TransferEngineTests {
         var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/5000"))
         spec.output = .file(fd: fd, offset: 2000)
         spec.resume = ResumeRequest(offset: 2000, validator: "\"v1-5000\"")
-        spec.hashOutput = true
+        spec.digests = [.sha256]
         let observer = RecordingObserver()
         Self.engine.submit(spec, observer: observer)
         let outcome = try #require(observer.wait())
@@ -115,7 +116,7 @@ struct TransferEngineTests {
         #expect(outcome.bytesReceived == 5000)
         #expect(readFile(path) == full)
         // The digest covers the whole file, the part written before the resume included.
-        #expect(outcome.sha256 == TestOrigin.sha256(full))
+        #expect(outcome.digests?[.sha256] == TestOrigin.sha256(full))
         origin.server.shutdown()
     }
 
@@ -129,7 +130,7 @@ struct TransferEngineTests {
         var spec = TransferSpec(label: "t", session: "s1", url: origin.url("/bytes/5000\(query)"))
         spec.output = .file(fd: fd, offset: 3000)
         spec.resume = ResumeRequest(offset: 3000, validator: "\"v1-5000\"")
-        spec.hashOutput = true
+        spec.digests = [.sha256]
         let observer = RecordingObserver()
         Self.engine.submit(spec, observer: observer)
         let outcome = try #require(observer.wait())

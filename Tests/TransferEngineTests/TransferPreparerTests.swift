@@ -1,3 +1,4 @@
+import Digests
 import Glibc
 import Reactor
 import TestSupport
@@ -69,7 +70,7 @@ struct TransferPreparerTests {
         let preparer = FilePreparer(path: path)
         var spec = TransferSpec(label: "q", session: session, url: origin.url("/bytes/300000"))
         spec.preparer = preparer
-        spec.hashOutput = true
+        spec.digests = [.sha256]
         let queued = RecordingObserver()
         let handle = Self.engine.submit(spec, observer: queued)
         Self.drain(session)
@@ -84,7 +85,7 @@ struct TransferPreparerTests {
         #expect(outcome.started)
         #expect(outcome.failure == nil)
         #expect(readFile(path) == TestOrigin.content(300_000))
-        #expect(outcome.sha256 == TestOrigin.sha256(TestOrigin.content(300_000)))
+        #expect(outcome.digests?[.sha256] == TestOrigin.sha256(TestOrigin.content(300_000)))
         origin.server.shutdown()
     }
 
@@ -189,7 +190,7 @@ struct TransferPreparerTests {
         var spec = TransferSpec(label: "r", session: "prepared-resume", url: origin.url("/bytes/300000"))
         let preparer = FilePreparer(path: path, resume: ResumeRequest(offset: 100_000, validator: "\"v1-300000\""))
         spec.preparer = preparer
-        spec.hashOutput = true
+        spec.digests = [.sha256]
         let observer = RecordingObserver()
         Self.engine.submit(spec, observer: observer)
         let outcome = try #require(observer.wait())
@@ -198,7 +199,7 @@ struct TransferPreparerTests {
         #expect(outcome.resumedAtOffset == 100_000)
         #expect(outcome.bytesReceived == 300_000)
         #expect(readFile(path) == content)
-        #expect(outcome.sha256 == TestOrigin.sha256(content))
+        #expect(outcome.digests?[.sha256] == TestOrigin.sha256(content))
         origin.server.shutdown()
     }
 }

@@ -1,3 +1,4 @@
+import Digests
 @testable import TransferModel
 @testable import TransferStore
 
@@ -18,7 +19,7 @@ enum StoredRecords {
         t.progress.bytesReceived = 16384
         t.progress.bytesExpectedToReceive = 16384
         t.progress.bytesPerSecond = 1_234_567.4
-        t.result = DownloadResult(location: "/data/out/\(id).bin", size: 16384, sha256: String(repeating: "ab", count: 32))
+        t.result = DownloadResult(location: "/data/out/\(id).bin", size: 16384, digests: [(.sha256, String(repeating: "ab", count: 32))])
         t.metrics.attempts = 1
         t.metrics.remoteAddress = "127.0.0.1:8080"
         t.metrics.httpProtocol = "http/1.1"
@@ -41,7 +42,8 @@ enum StoredRecords {
         t.headers = [Header(name: "X-A", value: "1"), Header(name: "x-b", value: ""), Header(name: "X-A", value: "2")]
         t.body = .blob(id: "b_1", owned: true)
         t.multipart = MultipartSpec(field: "f", filename: nil, mimeType: "text/plain", fields: [Header(name: "k", value: "v")])
-        t.checksumSHA256 = String(repeating: "0", count: 64)
+        t.checksum = Checksum(algorithm: .md5, hex: String(repeating: "0", count: 32))
+        t.digests = [.sha256, .crc32c]
         t.beginAt = Timestamp(milliseconds: F.start + 10)
         t.currentURL = "https://example.com/elsewhere"
         // Content-Type with a parameter, a Content-Length written oddly, an ETag that is not the validator.
@@ -50,7 +52,7 @@ enum StoredRecords {
                                   mimeType: "text/html", expectedContentLength: 7, suggestedFilename: nil)
         t.validator = nil
         t.progress = TaskProgress(bytesReceived: 5, bytesExpectedToReceive: -1, bytesSent: 3, bytesExpectedToSend: 10, bytesPerSecond: 0)
-        t.result = DownloadResult(location: "/elsewhere", size: 4, sha256: String(repeating: "cd", count: 32))
+        t.result = DownloadResult(location: "/elsewhere", size: 4, digests: [(.sha256, String(repeating: "cd", count: 32)), (.crc32c, "0a0b0c0d")])
         t.error = TaskError(code: .timedOut, message: "m", curlCode: 28, resumeData: "rd")
         t.metrics.redirectCount = 2
         t.metrics.dnsMs = 1.5

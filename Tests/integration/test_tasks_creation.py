@@ -103,7 +103,8 @@ INVALID = [
     ("dot-id", valid(id=".."), "id", None),
     ("long-id", valid(id="x" * 201), "id", None),
     ("checksum-short", valid(checksum={"sha256": "abc"}), "checksum.sha256", None),
-    ("checksum-unknown", valid(checksum={"sha256": "0" * 64, "md5": "0" * 32}), "checksum.md5", "unknown_field"),
+    ("checksum-two", valid(checksum={"sha256": "0" * 64, "md5": "0" * 32}), "checksum", None),
+    ("checksum-unknown", valid(checksum={"sha384": "0" * 96}), "checksum.sha384", "unknown_field"),
     ("download-unknown", valid(download={"destination": "/tmp/x", "path": "/tmp/x"}), "download.path", "unknown_field"),
     ("unknown-field", valid(colour="red"), "colour", "unknown_field"),
 ]

@@ -1,3 +1,4 @@
+import Digests
 import Glibc
 import Lifecycles
 import Reactor
@@ -106,17 +107,19 @@ extension TaskCoordinator {
             return complete(entry, in: session, record: record)
         }
         if record.kind == .download {
-            guard let sha256 = outcome.sha256 else {
+            let computed = outcome.digests ?? [:]
+            guard record.computedDigests.allSatisfy({ computed[$0] != nil }) else {
                 output.discard()
                 let error = TaskFileError(code: EIO, what: "cannot read back the downloaded file to hash it")
                 return complete(entry, in: session, error: TaskError(code: .cannotWriteToFile, message: error.message))
             }
-            if let expected = record.checksumSHA256, expected != sha256 {
+            if let expected = record.checksum, let actual = computed[expected.algorithm], actual != expected.hex {
                 output.discard()
                 return complete(entry, in: session, error: TaskError(code: .checksumMismatch,
-                    message: "the downloaded file's sha256 is \(sha256), not the expected \(expected)"))
+                    message: "the downloaded file's \(expected.algorithm.rawValue) is \(actual), not the expected \(expected.hex)"))
             }
-            record.result = DownloadResult(location: output.finalPath, size: outcome.bytesReceived, sha256: sha256)
+            record.result = DownloadResult(location: output.finalPath, size: outcome.bytesReceived,
+                                           digests: record.digests.compactMap { a in computed[a].map { (a, $0) } })
         } else {
             record.bodyLocation = output.finalPath
         }

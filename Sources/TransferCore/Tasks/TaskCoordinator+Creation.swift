@@ -1,3 +1,4 @@
+import Digests
 import Glibc
 import Lifecycles
 import TransferEngine
@@ -102,7 +103,8 @@ extension TaskCoordinator {
             let first = session.nextSequence
             session.nextSequence += Int64(requests.count)
             return .reserved(zip(requests, ids).enumerated().map { i, pair in
-                TaskCoordinator.makeRecord(pair.0, id: pair.1, session: session, sequence: first + Int64(i), now: now,
+                TaskCoordinator.makeRecord(pair.0, id: pair.1, session: session, sequence: first + Int64(i),
+                                           defaultDigests: limits.defaultDigests, now: now,
                                            idempotency: idempotency)
             })
         }
@@ -170,7 +172,7 @@ extension TaskCoordinator {
         }
     }
 
-    static func makeRecord(_ request: TaskCreationRequest, id: String, session: SessionState, sequence: Int64,
+    static func makeRecord(_ request: TaskCreationRequest, id: String, session: SessionState, sequence: Int64, defaultDigests: [DigestAlgorithm],
                            now: Timestamp, idempotency: IdempotencyClaim?) -> TaskRecord
     {
         var record = TaskRecord(session: session.identifier, id: id, sequence: sequence, kind: request.kind,
@@ -183,7 +185,8 @@ extension TaskCoordinator {
         record.body = request.body
         record.multipart = request.multipart
         record.destination = request.destination
-        record.checksumSHA256 = request.checksumSHA256
+        record.checksum = request.checksum
+        record.digests = request.digests ?? defaultDigests
         record.beginAt = request.beginAt
         record.currentURL = request.url
         record.resumeFrom = request.resumeFrom

@@ -1,3 +1,4 @@
+import Digests
 import Glibc
 import JSON
 import Lifecycles
@@ -50,7 +51,7 @@ extension TaskCoordinator {
         spec.maxRedirects = configuration.redirects.max
         spec.priority = record.priority
         spec.sequence = UInt64(record.sequence)
-        spec.hashOutput = record.kind == .download
+        spec.digests = record.kind == .download ? record.computedDigests : []
         if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)

@@ -1,3 +1,4 @@
+import Digests
 import Dispatch
 import Logging
 import Reactor
@@ -49,11 +50,16 @@ package final class TaskCoordinator: @unchecked Sendable {
         /// Delays before each webhook attempt (the first is immediate); when they run out the
         /// delegate is disabled: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h.
         var webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
+        /// What a download computes when it does not say (`--default-digests`).
+        var defaultDigests: [DigestAlgorithm] = DigestAlgorithm.defaults
 
-        package init(maxDataBodyBytes: Int64 = 64 << 20, maxWaitSeconds: Double = 600, webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]) {
+        package init(maxDataBodyBytes: Int64 = 64 << 20, maxWaitSeconds: Double = 600, webhookSchedule: [Double] = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400],
+                     defaultDigests: [DigestAlgorithm] = DigestAlgorithm.defaults)
+        {
             self.maxDataBodyBytes = maxDataBodyBytes
             self.maxWaitSeconds = maxWaitSeconds
             self.webhookSchedule = webhookSchedule
+            self.defaultDigests = defaultDigests
         }
     }
 

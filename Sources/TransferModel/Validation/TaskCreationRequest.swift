@@ -1,3 +1,4 @@
+import Digests
 import JSON
 import TransferEngine
 
@@ -11,7 +12,9 @@ package struct TaskCreationRequest: Sendable {
     package var body: BodySource?
     package var multipart: MultipartSpec?
     package var destination: String?
-    package var checksumSHA256: String?
+    package var checksum: Checksum?
+    /// nil: the service's default (`--default-digests`).
+    package var digests: [DigestAlgorithm]?
     package var priority: Double
     package var beginAt: Timestamp?
     package var description: String?
@@ -64,20 +67,24 @@ package struct TaskCreationRequest: Sendable {
         }
 
         var destination: String?
+        var digests: [DigestAlgorithm]?
         if var d = try r.object("download") {
             guard kind == .download else { throw Refusal.invalid(d.path, "is only for download tasks") }
-            destination = try d.requiredString("destination", maxLength: 4096)
+            destination = try d.string("destination", maxLength: 4096)
+            if let names = try d.array("digests", maxCount: DigestAlgorithm.allCases.count) {
+                var strings: [String] = []
+                for (i, item) in names.enumerated() {
+                    guard let s = item.stringValue else { throw Refusal.invalid(d.field("digests") + "[\(i)]", "must be a string") }
+                    strings.append(s)
+                }
+                digests = try DigestAlgorithm.parseList(strings, field: d.field("digests"))
+            }
             try d.finish()
         }
-        var checksum: String?
-        if var c = try r.object("checksum") {
-            let hex = try c.requiredString("sha256").lowercased()
-            guard hex.utf8.count == 64, hex.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
-                throw Refusal.invalid(c.field("sha256"), "must be 64 hexadecimal digits")
-            }
+        var checksum: Checksum?
+        if let c = try r.object("checksum") {
             guard kind == .download else { throw Refusal.invalid(c.path, "is only for download tasks") }
-            checksum = hex
-            try c.finish()
+            checksum = try Checksum.parse(c)
         }
         let priority = try r.number("priority", in: 0...1) ?? 0.5
         var beginAt: Timestamp?
@@ -91,7 +98,7 @@ package struct TaskCreationRequest: Sendable {
         let start = try r.bool("start") ?? true
         try r.finish()
         return TaskCreationRequest(id: id, kind: kind, url: url, method: method, headers: headers, body: body,
-                                   multipart: multipart, destination: destination, checksumSHA256: checksum, priority: priority,
+                                   multipart: multipart, destination: destination, checksum: checksum, digests: digests, priority: priority,
                                    beginAt: beginAt, description: description, start: start, resumeToken: resumeToken)
     }
 

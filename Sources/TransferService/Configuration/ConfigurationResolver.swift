@@ -1,3 +1,5 @@
+import Digests
+import TransferModel
 import Reactor
 import Glibc
 import HTTPServer
@@ -10,6 +12,7 @@ public struct RawSettings: Sendable {
     public var apiTokens: [String] = []
     public var apiTokenFile: String?
     public var authFile: String?
+    public var defaultDigests: String?
     public var allowPaths: [String] = []
     public var networkPolicy: String?
     public var retention: String?
@@ -114,6 +117,15 @@ public enum ConfigurationResolver {
             logLevel: level, http: http)
         configuration.maxDataBodyBytes = Int64(maxDataBody)
         configuration.authFile = authFile
+        if let digests = pick(raw.defaultDigests, "--default-digests", "TRANSFERD_DEFAULT_DIGESTS") {
+            let names = digests.value.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters() }
+            let list = names == [""] || names == ["none"] ? [] : names
+            do {
+                configuration.defaultDigests = try DigestAlgorithm.parseList(list, field: digests.name)
+            } catch {
+                throw ConfigurationError("invalid \(digests.name) '\(digests.value)': \(error.detail)")
+            }
+        }
         if let schedule = pick(raw.webhookRetrySchedule, "--webhook-retry-schedule", "TRANSFERD_WEBHOOK_RETRY_SCHEDULE") {
             let delays = schedule.value.split(separator: ",").map { parseDuration(String($0).trimmingCharacters()) }
             guard !delays.isEmpty, delays.count <= 100, delays.allSatisfy({ $0 != nil }) else {

@@ -1,3 +1,4 @@
+import Digests
 import HTTPServer
 
 /// Everything transferd is configured with, validated. Built by `ConfigurationResolver` from flags
@@ -30,6 +31,8 @@ public struct ServiceConfiguration: Sendable {
     public var maxBlobBytes: Int64 = 64 << 30
     /// Body bytes per second across all transfers (nil: unlimited); sessions may limit themselves further.
     public var maxBytesPerSecond: Int64?
+    /// What a download computes when it does not say (`download.digests`).
+    public var defaultDigests: [DigestAlgorithm] = [.sha256]
     /// Transfers running at once across all sessions; the rest wait, sessions taking turns.
     public var maxRunningTransfers = 10_000
 

@@ -60,7 +60,8 @@ public final class Service: Sendable {
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
                                       engine: engine, layout: layout, allowedRoots: roots,
                                       limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes,
-                                                                     webhookSchedule: configuration.webhookSchedule),
+                                                                     webhookSchedule: configuration.webhookSchedule,
+                                                                     defaultDigests: configuration.defaultDigests),
                                       resumeKey: try ResumeKey.load(directory: layout.root),
                                       logger: logger)
         try coordinator.recover()
