@@ -47,6 +47,7 @@ enum EasyConfigurator {
         configureMethodAndBody(h, spec, transfer.files.body, transfer)
         var list: UnsafeMutablePointer<curl_slist>?
         for (name, value) in spec.headers { list = curl_slist_append(list, "\(name): \(value)") }
+        for (name, value) in transfer.files.headers { list = curl_slist_append(list, "\(name): \(value)") }
         if let resume = transfer.files.resume {
             _ = transferd_easy_setopt_string(h, CURLOPT_RANGE, "\(resume.offset)-")
             if let validator = resume.validator { list = curl_slist_append(list, "If-Range: \(validator)") }

@@ -1,4 +1,5 @@
 import CCurl
+import Digests
 import CLinux
 import Glibc
 import Reactor
@@ -54,6 +55,8 @@ final class Transfer: @unchecked Sendable {
     private(set) var finalResponse: ResponseHead?
     private(set) var resumedAtOffset: Int64?
     private(set) var restartedFromZero = false
+    /// What the final response declared of the file (`spec.verifyOriginDigests`).
+    private(set) var declaredDigests: [DeclaredDigest] = []
 
     /// When a byte last moved (monotonic ns), for the idle timeout.
     var lastActivity: UInt64 = MonotonicClock.now()
@@ -244,8 +247,23 @@ final class Transfer: @unchecked Sendable {
             handle.setExpected(length + (resumedAtOffset ?? 0))
         }
         finalResponse = head
+        if spec.verifyOriginDigests { hashDeclaredDigests(of: head) }
         observer.transferReceivedResponse(handle, head, resumedAtOffset: resumedAtOffset)
         return true
+    }
+
+    /// The final response declares digests of the file: their algorithms are computed too. A
+    /// hasher that lacks one starts over with all of them, before the first body byte — from
+    /// the file's start, so a continued file is read back once (the page cache has it).
+    private func hashDeclaredDigests(of head: ResponseHead) {
+        guard case .file(let fd, _) = files.output else { return }
+        declaredDigests = DeclaredDigest.parse(head.headers, partial: resumedAtOffset != nil)
+        let have = hasher?.algorithms ?? []
+        let missing = declaredDigests.map(\.algorithm).filter { !have.contains($0) }
+        guard !missing.isEmpty else { return }
+        hasher?.cancel { _ in }
+        hasher = FileHasher(fd: fd, algorithms: have + missing)
+        hasher?.advance(to: writeOffset)
     }
 
     /// A ranged request answered with 206 for our offset continues the file. Any other answer is
@@ -291,6 +309,7 @@ final class Transfer: @unchecked Sendable {
         outcome.response = finalResponse
         outcome.resumedAtOffset = resumedAtOffset
         outcome.restartedFromZero = restartedFromZero
+        outcome.declaredDigests = declaredDigests
         outcome.stopReason = stopReason
         outcome.started = running
         switch files.output {

@@ -97,6 +97,9 @@ public struct TransferOutcome: Sendable {
     public var bytesExpectedToSend: Int64 = 0
     /// Hex digests of the whole output file, when asked for and the transfer succeeded.
     public var digests: [DigestAlgorithm: String]?
+    /// What the final response declared of the file (`spec.verifyOriginDigests`); `digests`
+    /// holds each one's algorithm.
+    public var declaredDigests: [DeclaredDigest] = []
     /// The body, for `.memory` output.
     public var body: [UInt8]?
     public var metrics = TransferMetrics()

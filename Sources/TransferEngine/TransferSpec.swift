@@ -30,6 +30,9 @@ public struct TransferSpec: Sendable {
     /// The digests to compute over the output file (from its first byte) while writing it; none
     /// when empty.
     public var digests: [DigestAlgorithm] = []
+    /// Read the digests the final response declares (`DeclaredDigest`) and compute their
+    /// algorithms too, for the caller to check against the file (an output file only).
+    public var verifyOriginDigests = false
 
     public init(label: String, session: String, url: String) {
         self.label = label
@@ -61,6 +64,9 @@ public struct TransferFiles: Sendable {
     public var output: OutputTarget
     /// Continue a partial file: `Range: bytes=offset-` with `If-Range` (RFC 9110 §13.1.5).
     public var resume: ResumeRequest?
+    /// Request header fields known only once the files are open (a digest of the body), sent
+    /// after the spec's.
+    public var headers: [(String, String)] = []
 
     public init(body: RequestBodySource = .none, output: OutputTarget = .discard, resume: ResumeRequest? = nil) {
         self.body = body

@@ -50,6 +50,9 @@ package struct SessionConfiguration: Sendable, Equatable {
     package var maxConcurrentTasks = 64
     var waitsForConnectivity: Bool?
     package var discretionary = false
+    /// Check the digests an origin declares of a download (`Repr-Digest`, `Content-Digest`,
+    /// `Content-MD5`, `x-goog-hash`) against the file.
+    package var verifyOriginDigests = true
     package var cookies = Cookies()
     package var credentials: [Credential] = []
     package var redirects = Redirects()

@@ -64,17 +64,20 @@ package struct DownloadResult: Sendable, Equatable {
     package var size: Int64
     /// In the algorithms' fixed order (`DigestAlgorithm.allCases`).
     package var digests: [(DigestAlgorithm, String)]
+    /// The digests the origin declared and the file matched (`DeclaredDigest.source`).
+    package var verified: [String]
 
-    package init(location: String, size: Int64, digests: [(DigestAlgorithm, String)]) {
+    package init(location: String, size: Int64, digests: [(DigestAlgorithm, String)], verified: [String] = []) {
         self.location = location
         self.size = size
         self.digests = DigestAlgorithm.allCases.compactMap { a in digests.first { $0.0 == a } }
+        self.verified = verified
     }
 
     package var sha256: String? { digests.first { $0.0 == .sha256 }?.1 }
 
     package static func == (a: DownloadResult, b: DownloadResult) -> Bool {
-        a.location == b.location && a.size == b.size && a.digests.elementsEqual(b.digests) { $0 == $1 }
+        a.location == b.location && a.size == b.size && a.digests.elementsEqual(b.digests) { $0 == $1 } && a.verified == b.verified
     }
 }
 

@@ -50,7 +50,8 @@ extension TaskRecord {
         {
             var digests = DownloadResult.decodeDigests(r["digests"])
             if digests.isEmpty, let sha = r["sha256"]?.stringValue { digests = [(.sha256, sha)] }
-            result = DownloadResult(location: location, size: size, digests: digests)
+            let verified = r["verified"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            result = DownloadResult(location: location, size: size, digests: digests, verified: verified)
         }
         if let e = value["error"], let code = e["code"]?.stringValue.flatMap(TaskErrorCode.init(rawValue:)) {
             error = TaskError(code: code, message: e["message"]?.stringValue ?? "", curlCode: e["curl_code"]?.intValue.map(Int.init),
@@ -72,6 +73,7 @@ extension TaskRecord {
         startedAt = value["started_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
         completedAt = columns.completedAt
         nextAttemptAt = value["next_attempt_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
+        sendDigest = value["upload"]?["send_digest"]?.stringValue.flatMap(SendDigest.init(rawValue:))
         if let m = value["multipart"] {
             multipart = MultipartSpec(field: m["field"]?.stringValue ?? "file", filename: m["filename"]?.stringValue,
                                       mimeType: m["mime_type"]?.stringValue ?? "application/octet-stream",

@@ -36,6 +36,7 @@ extension TaskRecord {
             json.key("fields"); TaskRecord.encodeHeaders(multipart.fields, into: &json)
             json.endObject()
         }
+        if let sendDigest { json.key("upload"); sendDigest.encode(into: &json) }
         if kind == .download {
             json.key("download"); json.beginObject()
             json.key("destination"); json.optionalString(destination)
@@ -154,6 +155,13 @@ extension DownloadResult {
         json.key("size"); json.int(size)
         if let sha256 { json.key("sha256"); json.string(sha256) }
         json.key("digests"); encodeDigests(into: &json)
+        json.key("verified"); encodeVerified(into: &json)
         json.endObject()
+    }
+
+    func encodeVerified(into json: inout JSONWriter) {
+        json.beginArray()
+        for source in verified { json.string(source) }
+        json.endArray()
     }
 }

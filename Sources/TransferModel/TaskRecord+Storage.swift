@@ -50,6 +50,7 @@ extension TaskRecord {
             if !multipart.fields.isEmpty { json.key("fields"); TaskRecord.encodeHeaders(multipart.fields, into: &json) }
             json.endObject()
         }
+        if let sendDigest { json.key("upload"); sendDigest.encode(into: &json) }
         // `digests` only when not the default, which most downloads keep.
         if destination != nil || digests != DigestAlgorithm.defaults {
             json.key("download"); json.beginObject()
@@ -73,6 +74,7 @@ extension TaskRecord {
             } else {
                 json.key("digests"); result.encodeDigests(into: &json)
             }
+            if !result.verified.isEmpty { json.key("verified"); result.encodeVerified(into: &json) }
             json.endObject()
         }
         if let error {

@@ -16,6 +16,8 @@ package struct TaskRecord: Sendable {
     package var headers: [Header]
     package var body: BodySource?
     package var multipart: MultipartSpec?
+    /// Send the body's digest as `Repr-Digest` (`upload.send_digest`).
+    package var sendDigest: SendDigest?
     package var destination: String?
     package var checksum: Checksum?
     /// What a download computes over its file (`download.digests`).

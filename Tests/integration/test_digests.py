@@ -2,17 +2,23 @@
 the file (checked here against Python's hashlib and the `crc32c` package), `--default-digests` sets
 what a download computes when it does not say, `checksum` takes any one of them (a mismatch is
 `checksum_mismatch`, naming the algorithm and both values, with nothing at the destination), and a
-download resumed after a `kill -9` still reports digests of the whole file."""
+download resumed after a `kill -9` still reports digests of the whole file. Digests the origin
+declares (`Repr-Digest`, `Content-Digest`, `Content-MD5`, `x-goog-hash`) are verified unless the
+session says `verify_origin_digests: false`; uploads send theirs with `upload.send_digest`."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
+import os
+import re
 
 import crc32c
 import pytest
 
 from support.api import (assert_problem, assert_success, assert_task_error, create_session, create_task,
-                         download, post_task, run_task, wait_progress, wait_task)
+                         download, get_session, post_task, put_session, run_task, unique, wait_progress, wait_task)
 from support.events import all_events, of_type
 from support.origin import Origin
 from support.transferd import run_transferd
@@ -134,3 +140,191 @@ def test_a_download_resumed_after_kill_9_reports_digests_of_the_whole_file(trans
     want = expected(Origin.expected_bytes(size, "rs"))
     assert done["result"]["digests"] == {"sha512": want["sha512"], "crc32c": want["crc32c"]}
     assert len(origin.requests) >= 2 and "range" in origin.requests[-1].headers, "it continued with Range"
+
+
+# MARK: digests the origin declares
+
+DECLARED = {  # the origin's declare= name → what result.verified reports
+    "repr-sha-256": ["repr-digest:sha-256"],
+    "repr-sha-512": ["repr-digest:sha-512"],
+    "content-sha-256": ["content-digest:sha-256"],
+    "content-sha-512": ["content-digest:sha-512"],
+    "content-md5": ["content-md5"],
+    "goog": ["x-goog-hash:crc32c", "x-goog-hash:md5"],
+}
+
+
+@pytest.mark.parametrize("declare", DECLARED)
+def test_a_digest_the_origin_declares_is_verified(transferd, origin, declare):
+    sid = create_session(transferd)
+    # Not among the digests asked for: the declared algorithm is computed anyway, not reported.
+    task = run_task(transferd, sid, download(origin.url(f"/bytes/200000?seed=og&declare={declare}"), download={"digests": []}))
+    assert_success(task)
+    assert task["result"]["verified"] == DECLARED[declare]
+    assert task["result"]["digests"] == {}
+    finished = of_type(all_events(transferd, sid), "task.finished_downloading", task["id"])
+    assert finished[0]["data"]["verified"] == DECLARED[declare]
+
+
+@pytest.mark.parametrize("declare", DECLARED)
+def test_a_wrong_declared_digest_is_a_checksum_mismatch_with_nothing_at_the_destination(start_transferd, origin, tmp_path,
+                                                                                         api_token, declare):
+    td = start_transferd("--allow-path", str(tmp_path), api_token=api_token)
+    sid = create_session(td)
+    destination = tmp_path / "declared.bin"
+    url = origin.url(f"/bytes/70000?seed=ow&declare={declare}&declare_wrong=1")
+    task = run_task(td, sid, download(url, download={"destination": str(destination)}))
+    assert_task_error(task, "checksum_mismatch")
+    message = task["error"]["message"]
+    source = DECLARED[declare][0]
+    algorithm = {"sha-256": "sha256", "sha-512": "sha512", "md5": "md5", "crc32c": "crc32c"}[
+        "md5" if source == "content-md5" else source.split(":")[1]]
+    actual = expected(Origin.expected_bytes(70_000, "ow"))[algorithm]
+    assert algorithm in message and actual in message and source in message, message
+    declared_hex = re.search(r"not the ([0-9a-f]+) the origin declared", message)
+    assert declared_hex and declared_hex[1] != actual and len(declared_hex[1]) == len(actual), message
+    assert task["result"] is None
+    assert list(tmp_path.iterdir()) == [], "nothing at the destination, no temporary file"
+
+
+def test_all_declared_digests_together_and_the_ones_asked_for(transferd, origin):
+    sid = create_session(transferd)
+    url = origin.url("/bytes/5000?seed=al&declare=" + ",".join(DECLARED))
+    task = run_task(transferd, sid, download(url, download={"digests": ["sha256", "crc32c"]}))
+    assert_success(task)
+    assert sorted(task["result"]["verified"]) == sorted(sum(DECLARED.values(), []))
+    want = expected(Origin.expected_bytes(5000, "al"))
+    assert task["result"]["digests"] == {"sha256": want["sha256"], "crc32c": want["crc32c"]}
+
+
+def test_a_session_may_switch_verification_off(transferd, origin):
+    default = create_session(transferd)
+    assert get_session(transferd, default)["configuration"]["verify_origin_digests"] is True
+    sid = create_session(transferd, configuration={"verify_origin_digests": False})
+    assert get_session(transferd, sid)["configuration"]["verify_origin_digests"] is False
+    task = run_task(transferd, sid, download(origin.url("/bytes/9000?seed=of&declare=repr-sha-256,goog&declare_wrong=1")))
+    assert_success(task)
+    assert task["result"]["verified"] == []
+    assert_problem(put_session(transferd, unique("v"), "default", {"verify_origin_digests": "no"}), 422)
+
+
+def test_a_download_without_declared_digests_verifies_nothing(transferd, origin):
+    sid = create_session(transferd)
+    task = run_task(transferd, sid, download(origin.url("/bytes/1000?seed=nd")))
+    assert_success(task)
+    assert task["result"]["verified"] == []
+
+
+def test_a_resumed_download_verifies_what_describes_the_whole_file(transferd, origin):
+    """After a kill -9 the download continues with a 206: Repr-Digest and x-goog-hash describe the
+    whole file and are verified; Content-Digest describes only the 206's range and is not."""
+    sid = create_session(transferd, mode="background")
+    size = 3 * MiB
+    url = origin.url(f"/bytes/{size}?seed=rv&rate={MiB}&declare=repr-sha-512,content-sha-256,goog")
+    task = create_task(transferd, sid, download(url, download={"digests": ["md5"]}))
+    wait_progress(transferd, sid, task["id"], 512 * 1024)
+    transferd.kill9()
+    transferd.restart()
+    done = assert_success(wait_task(transferd, sid, task["id"]))
+    assert "range" in origin.requests[-1].headers and origin.requests[-1].status == 206, "it continued with Range"
+    assert done["result"]["verified"] == ["repr-digest:sha-512", "x-goog-hash:crc32c", "x-goog-hash:md5"]
+    assert done["result"]["digests"] == {"md5": expected(Origin.expected_bytes(size, "rv"))["md5"]}
+
+
+def test_a_resumed_download_whose_whole_file_does_not_match_fails(transferd, origin):
+    sid = create_session(transferd, mode="background")
+    size = 3 * MiB
+    url = origin.url(f"/bytes/{size}?seed=rw&rate={MiB}&declare=repr-sha-256&declare_wrong=1")
+    task = create_task(transferd, sid, download(url))
+    wait_progress(transferd, sid, task["id"], 512 * 1024)
+    transferd.kill9()
+    transferd.restart()
+    done = assert_task_error(wait_task(transferd, sid, task["id"]), "checksum_mismatch")
+    assert "repr-digest:sha-256" in done["error"]["message"]
+    assert origin.requests[-1].status == 206
+
+
+# MARK: digests sent with uploads
+
+
+@pytest.fixture
+def upload_root(tmp_path):
+    root = tmp_path / "up"
+    root.mkdir()
+    return root
+
+
+@pytest.mark.parametrize("name, algorithm", [("sha-256", "sha256"), ("sha-512", "sha512")])
+@pytest.mark.parametrize("source", ["file", "blob"])
+def test_an_upload_sends_its_digest_as_repr_digest(start_transferd, origin, upload_root, api_token, name, algorithm, source):
+    td = start_transferd("--allow-path", str(upload_root), api_token=api_token)
+    sid = create_session(td)
+    content = os.urandom(3 * MiB + 11)
+    if source == "file":
+        (upload_root / "payload.bin").write_bytes(content)
+        upload = {"from_file": str(upload_root / "payload.bin"), "send_digest": name}
+    else:
+        blob = td.post("/v1/blobs", data=content, headers={"Content-Type": "application/octet-stream"})
+        assert blob.status_code == 201, blob.text
+        upload = {"from_blob": blob.json()["id"], "send_digest": name}
+    task = run_task(td, sid, {"kind": "upload", "request": {"url": origin.url("/upload")}, "upload": upload})
+    assert_success(task)
+    assert task["upload"] == {"send_digest": name}
+    received = origin.uploads[-1]
+    assert received.sha256 == hashlib.sha256(content).hexdigest()
+    want = base64.b64encode(hashlib.new(algorithm, content).digest()).decode()
+    assert received.headers["repr-digest"] == f"{name}=:{want}:"
+
+
+def test_a_multipart_upload_sends_the_digest_of_the_whole_body(start_transferd, origin, upload_root, api_token):
+    td = start_transferd("--allow-path", str(upload_root), api_token=api_token)
+    sid = create_session(td)
+    (upload_root / "photo.jpg").write_bytes(os.urandom(100_000))
+    task = run_task(td, sid, {"kind": "upload", "request": {"url": origin.url("/echo"), "method": "POST"},
+                              "upload": {"from_file": str(upload_root / "photo.jpg"), "send_digest": "sha-256"},
+                              "multipart": {"field": "file", "filename": "photo.jpg", "mime_type": "image/jpeg"}})
+    assert_success(task)
+    echo = json.loads(transferd_body(td, sid, task["id"]))
+    digest = echo["headers"]["repr-digest"]
+    assert digest == "sha-256=:" + base64.b64encode(bytes.fromhex(echo["body_sha256"])).decode() + ":"
+
+
+def test_an_upload_without_send_digest_sends_none(transferd, origin):
+    sid = create_session(transferd)
+    task = run_task(transferd, sid, {"kind": "upload", "request": {"url": origin.url("/echo"), "body": {"text": "hi"}}})
+    assert "upload" not in task
+    assert "repr-digest" not in json.loads(transferd_body(transferd, sid, task["id"]))["headers"]
+
+
+@pytest.mark.parametrize("value", ["sha256", "md5", "SHA-256", 256])
+def test_a_bad_send_digest_is_422_naming_the_field(start_transferd, origin, upload_root, api_token, value):
+    td = start_transferd("--allow-path", str(upload_root), api_token=api_token)
+    sid = create_session(td)
+    (upload_root / "x.bin").write_bytes(b"x")
+    body = {"kind": "upload", "request": {"url": origin.url("/upload")},
+            "upload": {"from_file": str(upload_root / "x.bin"), "send_digest": value}}
+    problem = assert_problem(post_task(td, sid, body), 422)
+    assert problem.get("field") == "upload.send_digest", problem
+    assert td.get(f"/v1/sessions/{sid}/tasks").json()["tasks"] == []
+
+
+def transferd_body(td, sid: str, tid: str) -> bytes:
+    response = td.get(f"/v1/sessions/{sid}/tasks/{tid}/body")
+    assert response.status_code == 200, response.text
+    return response.content
+
+
+def test_what_was_verified_and_sent_is_kept_across_a_restart(start_transferd, origin, upload_root, api_token):
+    td = start_transferd("--allow-path", str(upload_root), api_token=api_token)
+    sid = create_session(td, mode="background")
+    verified = run_task(td, sid, download(origin.url("/bytes/4000?seed=kr&declare=goog")))
+    (upload_root / "p.bin").write_bytes(b"payload")
+    queued = create_task(td, sid, {"kind": "upload", "request": {"url": origin.url("/upload")}, "start": False,
+                                   "upload": {"from_file": str(upload_root / "p.bin"), "send_digest": "sha-512"}})
+    td.restart()
+    assert td.get(f"/v1/sessions/{sid}/tasks/{verified['id']}").json()["result"]["verified"] == DECLARED["goog"]
+    assert td.get(f"/v1/sessions/{sid}/tasks/{queued['id']}").json()["upload"] == {"send_digest": "sha-512"}
+    assert td.post(f"/v1/sessions/{sid}/tasks/{queued['id']}/resume").status_code == 200
+    assert_success(wait_task(td, sid, queued["id"]))
+    want = base64.b64encode(hashlib.sha512(b"payload").digest()).decode()
+    assert origin.uploads[-1].headers["repr-digest"] == f"sha-512=:{want}:"

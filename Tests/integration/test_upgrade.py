@@ -142,8 +142,10 @@ def test_the_completed_download_and_its_file(upgraded):
     before = MANIFEST["sessions"][BACKGROUND]["tasks"]["done"]
     expected = MANIFEST["downloads"]["done"]
     task = assert_success(get_task(td, BACKGROUND, "done"))
-    # As before, with the digests a download reports since (its sha256, then the only one).
-    assert task["result"] == {**upgraded.expected(before["result"]), "digests": {"sha256": expected["sha256"]}}
+    # As before, with the digests a download reports since (its sha256, then the only one) and
+    # what of the origin's declared digests was verified (nothing, then).
+    assert task["result"] == {**upgraded.expected(before["result"]), "digests": {"sha256": expected["sha256"]},
+                              "verified": []}
     assert task["download"]["digests"] == ["sha256"]
     assert task["result"]["sha256"] == expected["sha256"] and task["result"]["size"] == expected["size"]
     assert task["description"] == "completed before the upgrade"

@@ -108,7 +108,8 @@ extension TaskCoordinator {
         }
         if record.kind == .download {
             let computed = outcome.digests ?? [:]
-            guard record.computedDigests.allSatisfy({ computed[$0] != nil }) else {
+            let declared = outcome.declaredDigests
+            guard record.computedDigests.allSatisfy({ computed[$0] != nil }), declared.allSatisfy({ computed[$0.algorithm] != nil }) else {
                 output.discard()
                 let error = TaskFileError(code: EIO, what: "cannot read back the downloaded file to hash it")
                 return complete(entry, in: session, error: TaskError(code: .cannotWriteToFile, message: error.message))
@@ -118,8 +119,15 @@ extension TaskCoordinator {
                 return complete(entry, in: session, error: TaskError(code: .checksumMismatch,
                     message: "the downloaded file's \(expected.algorithm.rawValue) is \(actual), not the expected \(expected.hex)"))
             }
+            // What the origin declared is checked as a checksum is: the file must match it.
+            if let wrong = declared.first(where: { computed[$0.algorithm] != $0.hex }), let actual = computed[wrong.algorithm] {
+                output.discard()
+                return complete(entry, in: session, error: TaskError(code: .checksumMismatch,
+                    message: "the downloaded file's \(wrong.algorithm.rawValue) is \(actual), not the \(wrong.hex) the origin declared (\(wrong.source))"))
+            }
             record.result = DownloadResult(location: output.finalPath, size: outcome.bytesReceived,
-                                           digests: record.digests.compactMap { a in computed[a].map { (a, $0) } })
+                                           digests: record.digests.compactMap { a in computed[a].map { (a, $0) } },
+                                           verified: declared.map(\.source))
         } else {
             record.bodyLocation = output.finalPath
         }

@@ -184,6 +184,7 @@ extension TaskCoordinator {
         record.headers = request.headers
         record.body = request.body
         record.multipart = request.multipart
+        record.sendDigest = request.sendDigest
         record.destination = request.destination
         record.checksum = request.checksum
         record.digests = request.digests ?? defaultDigests

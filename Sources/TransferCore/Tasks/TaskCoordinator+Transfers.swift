@@ -52,6 +52,7 @@ extension TaskCoordinator {
         spec.priority = record.priority
         spec.sequence = UInt64(record.sequence)
         spec.digests = record.kind == .download ? record.computedDigests : []
+        spec.verifyOriginDigests = record.kind == .download && configuration.verifyOriginDigests
         if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)

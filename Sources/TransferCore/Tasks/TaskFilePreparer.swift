@@ -1,3 +1,4 @@
+import Digests
 import Lifecycles
 import Glibc
 import TransferEngine
@@ -31,6 +32,15 @@ final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
             files.body = try coordinator.openBody(body)
         } catch {
             throw TransferFailure(error.code, error.message)
+        }
+        // The one read of the body before it is sent: a header must precede it. This holds the
+        // transfer's slot for as long as reading the file takes, which only tasks asking for it pay.
+        if let send = record.sendDigest {
+            guard let hex = BodyDigest.hex(of: files.body, algorithm: send.algorithm) else {
+                TaskCoordinator.closeFiles(of: files.body)
+                throw TransferFailure(.cannotOpenFile, "cannot read the file to send to compute its \(send.rawValue) digest")
+            }
+            files.headers.append(send.header(hex: hex))
         }
         let output: TaskOutput?
         do {

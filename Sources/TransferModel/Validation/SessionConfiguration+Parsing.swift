@@ -16,6 +16,7 @@ extension SessionConfiguration {
         config.maxConcurrentTasks = Int(try r.integer("max_concurrent_tasks", in: 1...100_000) ?? 64)
         config.waitsForConnectivity = try r.bool("waits_for_connectivity")
         config.discretionary = try r.bool("discretionary") ?? false
+        config.verifyOriginDigests = try r.bool("verify_origin_digests") ?? true
         if var c = try r.object("cookies") {
             if let accept = try c.string("accept") {
                 guard let a = Cookies.Accept(rawValue: accept) else {

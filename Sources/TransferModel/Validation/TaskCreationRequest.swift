@@ -11,6 +11,7 @@ package struct TaskCreationRequest: Sendable {
     package var headers: [Header]
     package var body: BodySource?
     package var multipart: MultipartSpec?
+    package var sendDigest: SendDigest?
     package var destination: String?
     package var checksum: Checksum?
     /// nil: the service's default (`--default-digests`).
@@ -53,7 +54,7 @@ package struct TaskCreationRequest: Sendable {
         let headers = try HeaderValidation.validate(try request!.stringMap("headers") ?? [], field: request!.field("headers"))
         let inlineBody = try parseBody(&request!)
         try request!.finish()
-        let uploadBody = try parseUpload(&r)
+        let (uploadBody, sendDigest) = try parseUpload(&r)
         if inlineBody != nil && uploadBody != nil {
             throw Refusal.invalid(r.field("upload"), "give the body either as request.body or as upload, not both")
         }
@@ -98,7 +99,7 @@ package struct TaskCreationRequest: Sendable {
         let start = try r.bool("start") ?? true
         try r.finish()
         return TaskCreationRequest(id: id, kind: kind, url: url, method: method, headers: headers, body: body,
-                                   multipart: multipart, destination: destination, checksum: checksum, digests: digests, priority: priority,
+                                   multipart: multipart, sendDigest: sendDigest, destination: destination, checksum: checksum, digests: digests, priority: priority,
                                    beginAt: beginAt, description: description, start: start, resumeToken: resumeToken)
     }
 
@@ -131,17 +132,19 @@ package struct TaskCreationRequest: Sendable {
         }
     }
 
-    /// `upload`: exactly one of `from_blob`, `from_file` or `from_task`.
-    private static func parseUpload(_ r: inout ObjectReader) throws(Refusal) -> BodySource? {
-        guard var u = try r.object("upload") else { return nil }
+    /// `upload`: exactly one of `from_blob`, `from_file` or `from_task`, and whether to send the
+    /// body's digest.
+    private static func parseUpload(_ r: inout ObjectReader) throws(Refusal) -> (BodySource?, SendDigest?) {
+        guard var u = try r.object("upload") else { return (nil, nil) }
         let blob = try u.string("from_blob", maxLength: 64)
         let file = try u.string("from_file", maxLength: 4096)
         let task = try u.string("from_task", maxLength: 200)
+        let sendDigest = try SendDigest.parse(try u.string("send_digest", maxLength: 16), field: u.field("send_digest"))
         try u.finish()
         switch (blob, file, task) {
-        case (let id?, nil, nil): return .blob(id: id, owned: false)
-        case (nil, let path?, nil): return .file(path)
-        case (nil, nil, let id?): return .task(id)
+        case (let id?, nil, nil): return (.blob(id: id, owned: false), sendDigest)
+        case (nil, let path?, nil): return (.file(path), sendDigest)
+        case (nil, nil, let id?): return (.task(id), sendDigest)
         default: throw Refusal.invalid(u.path, "needs exactly one of from_blob, from_file or from_task")
         }
     }

@@ -31,6 +31,10 @@ content; `Origin.validators(n, seed, etag)` the `(ETag, Last-Modified)` it sends
   - `wrong_length=L` — advertise Content-Length L, send the real body, then close.
   - `content_type=T` (default application/octet-stream), `disposition=NAME` →
     `Content-Disposition: attachment; filename="NAME"` (plus `filename*` when not ASCII).
+  - `declare=D,D…` — digests declared in headers, of the whole content (`repr-sha-256`,
+    `repr-sha-512` → `Repr-Digest`; `goog` → `x-goog-hash: crc32c=…, md5=…`) or of this response's
+    bytes (`content-sha-256`, `content-sha-512` → `Content-Digest`; `content-md5` → `Content-MD5`);
+    `declare_wrong=1` declares them of other bytes (the content with its first byte changed).
 `/status/{code}?retry_after=S&body=TEXT` — that status (200–599), optional Retry-After, TEXT as a
   text/plain body or a small JSON body.
 `/redirect/{n}?status=302&relative=1` — n hops through /redirect/{n-1} (absolute Location unless
@@ -99,6 +103,8 @@ from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterator
 from urllib.parse import parse_qsl, quote, urlsplit
+
+import crc32c
 
 _log = logging.getLogger("transferd.tests.origin")
 
@@ -718,6 +724,8 @@ class _BytesOptions:
     wrong_length: int | None
     content_type: str
     disposition: str | None
+    declare: list[str]
+    declare_wrong: bool
 
     @classmethod
     def from_query(cls, query: dict[str, str]) -> _BytesOptions:
@@ -729,7 +737,12 @@ class _BytesOptions:
             reset_after=_query_number(query, "reset_after"),
             wrong_length=_query_number(query, "wrong_length"),
             content_type=query.get("content_type", "application/octet-stream"),
-            disposition=query.get("disposition"))
+            disposition=query.get("disposition"),
+            declare=[d for d in query.get("declare", "").split(",") if d],
+            declare_wrong=_query_flag(query, "declare_wrong"))
+        unknown = set(options.declare) - set(DECLARABLE)
+        if unknown:
+            raise BadRequest(f"declare: unknown {sorted(unknown)}; known: {sorted(DECLARABLE)}")
         if options.validators not in ("both", "etag", "last_modified", "none"):
             raise BadRequest("validators must be both, etag, last_modified or none")
         return options
@@ -749,12 +762,48 @@ class _BytesOptions:
             headers.append(("Content-Range", f"bytes {span.start}-{span.stop - 1}/{n}"))
         if self.disposition is not None:
             headers.append(("Content-Disposition", _content_disposition(self.disposition)))
+        headers += self.declared_digests(n, span)
         if self.chunked:
             headers.append(("Transfer-Encoding", "chunked"))
         else:
             length = len(span) if self.wrong_length is None else self.wrong_length
             headers.append(("Content-Length", str(length)))
         return headers
+
+
+    def declared_digests(self, n: int, span: range) -> list[tuple[str, str]]:
+        """The digest headers `declare` asks for (builds the content in memory: for small n)."""
+        if not self.declare:
+            return []
+        content = bytearray(expected_bytes(n, self.seed, self.version))
+        if self.declare_wrong and content:
+            content[0] ^= 0xFF
+        whole, part = bytes(content), bytes(content[span.start:span.stop])
+        b64 = lambda raw: base64.b64encode(raw).decode()
+        fields: dict[str, list[str]] = {}
+        for d in self.declare:
+            header, algorithm, subject = DECLARABLE[d]
+            body = whole if header in ("Repr-Digest", "x-goog-hash") else part
+            if header == "x-goog-hash":
+                fields.setdefault(header, []).extend([f"crc32c={b64(crc32c.crc32c(body).to_bytes(4, 'big'))}",
+                                                      f"md5={b64(hashlib.md5(body).digest())}"])
+            elif header == "Content-MD5":
+                fields.setdefault(header, []).append(b64(hashlib.md5(body).digest()))
+            else:
+                digest = hashlib.new(algorithm, body).digest()
+                fields.setdefault(header, []).append(f"{subject}=:{b64(digest)}:")
+        return [(name, ", ".join(values)) for name, values in fields.items()]
+
+
+# declare= names → (header, hashlib algorithm, the field's key for it)
+DECLARABLE = {
+    "repr-sha-256": ("Repr-Digest", "sha256", "sha-256"),
+    "repr-sha-512": ("Repr-Digest", "sha512", "sha-512"),
+    "content-sha-256": ("Content-Digest", "sha256", "sha-256"),
+    "content-sha-512": ("Content-Digest", "sha512", "sha-512"),
+    "content-md5": ("Content-MD5", "md5", ""),
+    "goog": ("x-goog-hash", "", ""),
+}
 
 
 class _OriginHandler(LoopbackHandler):
