@@ -8,9 +8,11 @@
 # With BENCH_HTTP_PRINCIPALS=N, transferd starts with an `--auth-file` of N write principals (each
 # its own namespace `ns<i>.`, its token known only as its SHA-256) instead of `--api-token`, and the
 # caller is the LAST of them (what a linear search through the principals would find last). Besides
-# `GET /v1`, the load then also goes to `GET /v1/sessions/<a session in ns<N>.>`: authentication,
-# the namespace check and the session read from memory. Each route is compared with nginx serving a
-# file of the same size as its body.
+# `GET /v1`, the load then also goes to `GET /v1/sessions/<a session in ns<N>.>` (authentication,
+# the namespace check and the session read from memory) and to a completed task's
+# `GET /v1/sessions/<session>/tasks/<task>` (the task status GET of the bar, a download of a small
+# file from the same nginx). Each route is compared with nginx serving a file of the same size as
+# its body.
 #
 # Usage: bench/http.sh           (from anywhere; `make bench` runs it)
 # Environment: THREADS [2], CONNECTIONS [64], DURATION [10s], WARMUP [2s], BENCH_HTTP_PRINCIPALS
@@ -64,6 +66,23 @@ fi
 mkdir -p "$work/www"
 chmod 755 "$work/www"
 start_nginx "        root $work/www;"
+
+if [ "$PRINCIPALS" -gt 0 ]; then
+  # A completed download in the principal's session, for the task status GET.
+  head -c 4096 /dev/urandom >"$work/www/origin.bin"
+  chmod 644 "$work/www/origin.bin"
+  wait_for "http://127.0.0.1:$nport/origin.bin"
+  status=$(curl -s -o "$work/task.body" -w '%{http_code}' -X POST -H "$auth" -H 'Content-Type: application/json' \
+    -d "{\"kind\": \"download\", \"id\": \"t1\", \"request\": {\"url\": \"http://127.0.0.1:$nport/origin.bin\"}}" \
+    "$api/v1/sessions/$session/tasks")
+  state=$(curl -s -H "$auth" "$api/v1/sessions/$session/tasks/t1?wait=30" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  if [ "$status" != 201 ] || [ "$state" != completed ]; then
+    log "the task in $session: $status, $state: $(cat "$work/task.body")"
+    exit 1
+  fi
+  labels+=("GET …/tasks/{task} (same principal)")
+  routes+=("/v1/sessions/$session/tasks/t1")
+fi
 
 # The size of `path`'s body, with a file of that size for nginx at /<size>.json.
 body_twin() {  # path

@@ -1,16 +1,11 @@
-import COpenSSL
-
 /// Several digests of one byte stream, fed in pieces (one thread at a time).
 ///
 /// One object for all the algorithms a transfer asked for, so the caller feeds each piece once
-/// while the bytes are still in cache, and an empty set costs one branch per piece.
+/// while the bytes are still in cache, and an empty set costs one branch per piece. Its state can
+/// be saved (`checkpoint`) and a set continued from it (`init(restoring:)`).
 public final class DigestSet: @unchecked Sendable {
     public let algorithms: [DigestAlgorithm]
-    /// One libcrypto context per SHA/MD5 algorithm, in the order of `contextAlgorithms`.
-    private let contexts: [OpaquePointer]
-    private let contextAlgorithms: [DigestAlgorithm]
-    /// The running CRC-32C, when asked for (a plain value: no context to allocate).
-    private var crc: UInt32?
+    private let contexts: [DigestContext]
     private var finished = false
 
     /// Duplicates are ignored; `[]` computes nothing (update is then about free).
@@ -18,22 +13,36 @@ public final class DigestSet: @unchecked Sendable {
         var unique: [DigestAlgorithm] = []
         for algorithm in algorithms where !unique.contains(algorithm) { unique.append(algorithm) }
         self.algorithms = unique
-        contextAlgorithms = unique.filter { $0.evp != nil }
-        contexts = contextAlgorithms.map { algorithm in
-            guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, algorithm.evp, nil) == 1 else {
-                preconditionFailure("\(algorithm) is unavailable in libcrypto")
-            }
-            return context
-        }
-        crc = unique.contains(.crc32c) ? 0 : nil
+        contexts = unique.map(DigestContext.init)
     }
 
-    deinit { contexts.forEach { EVP_MD_CTX_free($0) } }
+    /// A set continued from a `checkpoint`'s states; nil when one cannot be restored (saved by a
+    /// build whose contexts have another layout): the caller then starts over from the first byte.
+    public init?(restoring states: [DigestAlgorithm: [UInt8]]) {
+        var contexts: [DigestContext] = []
+        for algorithm in DigestAlgorithm.allCases {
+            guard let state = states[algorithm] else { continue }
+            guard let context = DigestContext(algorithm, state: state) else {
+                contexts.forEach { $0.free() }
+                return nil
+            }
+            contexts.append(context)
+        }
+        algorithms = contexts.map(\.algorithm)
+        self.contexts = contexts
+    }
+
+    deinit { contexts.forEach { $0.free() } }
 
     public func update(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0 else { return }
-        for context in contexts { _ = EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) }
-        if let running = crc { crc = CRC32C.update(running, bytes) }
+        for context in contexts { context.update(bytes) }
+    }
+
+    /// Each algorithm's running state, for `init(restoring:)`. The set goes on as before.
+    public func checkpoint() -> [DigestAlgorithm: [UInt8]] {
+        precondition(!finished, "a finalized DigestSet has no state")
+        return Dictionary(uniqueKeysWithValues: contexts.map { ($0.algorithm, $0.state) })
     }
 
     /// Ends the stream: each algorithm's digest as lowercase hex (crc32c: the 4 bytes big-endian,
@@ -41,16 +50,6 @@ public final class DigestSet: @unchecked Sendable {
     public func finalize() -> [DigestAlgorithm: String] {
         precondition(!finished, "a DigestSet is finalized once")
         finished = true
-        var digests: [DigestAlgorithm: String] = [:]
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        for (algorithm, context) in zip(contextAlgorithms, contexts) {
-            var length: UInt32 = 0
-            precondition(EVP_DigestFinal_ex(context, &digest, &length) == 1, "\(algorithm) failed in libcrypto")
-            digests[algorithm] = Hex.lowercase(digest.prefix(Int(length)))
-        }
-        if let crc {
-            digests[.crc32c] = Hex.lowercase([24, 16, 8, 0].map { UInt8(truncatingIfNeeded: crc >> $0) })
-        }
-        return digests
+        return Dictionary(uniqueKeysWithValues: contexts.map { ($0.algorithm, Hex.lowercase($0.finalize())) })
     }
 }

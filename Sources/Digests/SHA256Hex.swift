@@ -11,11 +11,9 @@ public enum SHA256Hex {
 /// The 32 bytes of the SHA-256 of bytes held in memory (a presented bearer token, to look up).
 public enum SHA256Digest {
     public static func of(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: Int(EVP_MAX_MD_SIZE)) { buffer, count in
-            var length: UInt32 = 0
-            let ok = EVP_Digest(bytes.baseAddress, bytes.count, buffer.baseAddress, &length, DigestAlgorithm.sha256.evp, nil)
-            precondition(ok == 1, "SHA-256 is unavailable in libcrypto")
-            count = Int(length)
+        [UInt8](unsafeUninitializedCapacity: Int(SHA256_DIGEST_LENGTH)) { buffer, count in
+            _ = SHA256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, buffer.baseAddress)
+            count = Int(SHA256_DIGEST_LENGTH)
         }
     }
 }

@@ -8,12 +8,22 @@ import Reactor
 /// new (from the page cache) and hashes it. Hashing inline would serialize it with the download on
 /// one core, and SHA-256 on many CPUs runs slower than a loopback download writes.
 ///
-/// The hasher reads from the first byte, so a resumed file's earlier part is hashed too.
+/// The hasher reads from the first byte, so a resumed file's earlier part is hashed too — unless
+/// it continues from a `DigestCheckpoint` of that part. Every `checkpointStep` bytes it hands a
+/// checkpoint to `checkpointed`, for the caller to keep with the task.
 public final class FileHasher: @unchecked Sendable {
     private let fd: Int32
     /// Owned by whichever pool thread runs `work` (one at a time, by `scheduled`).
     private let digests: DigestSet
     private var hashed: Int64 = 0
+    /// Where hashing began: the continued checkpoint's offset, else 0.
+    public let continuedFrom: Int64
+    private let checkpointed: (@Sendable (DigestCheckpoint) -> Void)?
+    /// Pool thread (with `hashed`): where the last checkpoint was taken.
+    private var lastCheckpoint: Int64
+    /// A checkpoint is a few hundred bytes stored with the task: every 64 MiB costs a large
+    /// download a handful of small writes, and a small one none.
+    public static let checkpointStep: Int64 = 64 << 20
     private let control = Locked(Control())
     /// Loop thread only: where the last scheduling happened, to schedule once per `step`.
     private var lastScheduled: Int64 = 0
@@ -36,9 +46,21 @@ public final class FileHasher: @unchecked Sendable {
     }
 
     /// `fd` must be readable (pread) and stay open until `finish` or `cancel` has called back.
-    public init(fd: Int32, algorithms: [DigestAlgorithm]) {
+    /// `continuing`: a checkpoint of the file's first bytes, as they are on disk; used when it
+    /// holds exactly `algorithms` and can be restored, else hashing starts at the first byte.
+    public init(fd: Int32, algorithms: [DigestAlgorithm], continuing checkpoint: DigestCheckpoint? = nil,
+                checkpointed: (@Sendable (DigestCheckpoint) -> Void)? = nil)
+    {
         self.fd = fd
-        digests = DigestSet(algorithms)
+        self.checkpointed = checkpointed
+        if let checkpoint, checkpoint.covers(algorithms), let restored = DigestSet(restoring: checkpoint.states) {
+            digests = restored
+            hashed = checkpoint.offset
+        } else {
+            digests = DigestSet(algorithms)
+        }
+        continuedFrom = hashed
+        lastCheckpoint = hashed
     }
 
     public var algorithms: [DigestAlgorithm] { digests.algorithms }
@@ -104,6 +126,16 @@ public final class FileHasher: @unchecked Sendable {
                 if n > 0 {
                     digests.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                     hashed += Int64(n)
+                    if let checkpointed, hashed - lastCheckpoint >= Self.checkpointStep {
+                        lastCheckpoint = hashed
+                        let tail = UnsafeRawBufferPointer(rebasing: buffer[max(0, n - DigestCheckpoint.tailSpan)..<n])
+                        let checkpoint = DigestCheckpoint(offset: hashed, states: digests.checkpoint(),
+                                                          tail: CRC32C.update(0, tail), tailLength: tail.count)
+                        // Under the lock and never once cancelled: a hasher replaced because its
+                        // file started over reports nothing after `cancel` returned, so nothing
+                        // of the old content lands after what its replacement reports.
+                        control.withLock { c in if !c.cancelled { checkpointed(checkpoint) } }
+                    }
                     continue
                 }
                 if n < 0 && errno == EINTR { continue }

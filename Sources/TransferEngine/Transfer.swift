@@ -97,7 +97,9 @@ final class Transfer: @unchecked Sendable {
             writeOffset = offset
             writebackOffset = offset
             handle.setReceived(offset)
-            if !spec.digests.isEmpty { hasher = FileHasher(fd: fd, algorithms: spec.digests) }
+            if !spec.digests.isEmpty {
+                hasher = makeHasher(fd: fd, algorithms: spec.digests, continuing: files.resume == nil ? nil : files.digestCheckpoint)
+            }
         }
         let toSend = files.body.totalLength
         if toSend > 0 { handle.setExpectedToSend(toSend) }
@@ -262,7 +264,7 @@ final class Transfer: @unchecked Sendable {
         let missing = declaredDigests.map(\.algorithm).filter { !have.contains($0) }
         guard !missing.isEmpty else { return }
         hasher?.cancel { _ in }
-        hasher = FileHasher(fd: fd, algorithms: have + missing)
+        hasher = makeHasher(fd: fd, algorithms: have + missing)
         hasher?.advance(to: writeOffset)
     }
 
@@ -296,9 +298,16 @@ final class Transfer: @unchecked Sendable {
         }
         if let old = hasher, case .file(let fd, _) = files.output {
             old.cancel { _ in }
-            hasher = FileHasher(fd: fd, algorithms: old.algorithms)
+            hasher = makeHasher(fd: fd, algorithms: old.algorithms)
         }
         return true
+    }
+
+    private func makeHasher(fd: Int32, algorithms: [DigestAlgorithm], continuing checkpoint: DigestCheckpoint? = nil) -> FileHasher {
+        guard spec.checkpointDigests else { return FileHasher(fd: fd, algorithms: algorithms) }
+        return FileHasher(fd: fd, algorithms: algorithms, continuing: checkpoint) { [observer, handle] checkpoint in
+            observer.transferCheckpointedDigests(handle, checkpoint)
+        }
     }
 
     // MARK: outcome
@@ -310,6 +319,7 @@ final class Transfer: @unchecked Sendable {
         outcome.resumedAtOffset = resumedAtOffset
         outcome.restartedFromZero = restartedFromZero
         outcome.declaredDigests = declaredDigests
+        if let from = hasher?.continuedFrom, from > 0 { outcome.digestsContinuedFrom = from }
         outcome.stopReason = stopReason
         outcome.started = running
         switch files.output {

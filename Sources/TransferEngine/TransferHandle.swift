@@ -1,3 +1,4 @@
+import Digests
 import Synchronization
 
 /// Where a transfer is in its life, as the task's `phase` names it (the engine's part:
@@ -65,4 +66,11 @@ public protocol TransferObserver: AnyObject, Sendable {
     /// The attempt ended. Called on the loop, or on a pool thread when the output was hashed:
     /// an observer hands it to its own executor and must not call back into the engine's loop state.
     func transferCompleted(_ handle: TransferHandle, _ outcome: TransferOutcome)
+    /// The output's digests stood so after its first `checkpoint.offset` bytes (`spec.checkpointDigests`).
+    /// Called on a pool thread, every `FileHasher.checkpointStep` bytes hashed; must not block.
+    func transferCheckpointedDigests(_ handle: TransferHandle, _ checkpoint: DigestCheckpoint)
+}
+
+extension TransferObserver {
+    public func transferCheckpointedDigests(_ handle: TransferHandle, _ checkpoint: DigestCheckpoint) {}
 }

@@ -100,6 +100,8 @@ public struct TransferOutcome: Sendable {
     /// What the final response declared of the file (`spec.verifyOriginDigests`); `digests`
     /// holds each one's algorithm.
     public var declaredDigests: [DeclaredDigest] = []
+    /// The digests continued from a checkpoint at this offset instead of the file's first byte.
+    public var digestsContinuedFrom: Int64?
     /// The body, for `.memory` output.
     public var body: [UInt8]?
     public var metrics = TransferMetrics()

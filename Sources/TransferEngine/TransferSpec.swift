@@ -33,6 +33,9 @@ public struct TransferSpec: Sendable {
     /// Read the digests the final response declares (`DeclaredDigest`) and compute their
     /// algorithms too, for the caller to check against the file (an output file only).
     public var verifyOriginDigests = false
+    /// Report checkpoints of the digests (`TransferObserver.transferCheckpointedDigests`), for a
+    /// file that may be continued later.
+    public var checkpointDigests = false
 
     public init(label: String, session: String, url: String) {
         self.label = label
@@ -67,6 +70,8 @@ public struct TransferFiles: Sendable {
     /// Request header fields known only once the files are open (a digest of the body), sent
     /// after the spec's.
     public var headers: [(String, String)] = []
+    /// With `resume`: the digests of the file's first bytes, to hash only the rest.
+    public var digestCheckpoint: DigestCheckpoint?
 
     public init(body: RequestBodySource = .none, output: OutputTarget = .discard, resume: ResumeRequest? = nil) {
         self.body = body

@@ -38,6 +38,9 @@ package struct TaskRecord: Sendable {
     package var idempotencyHash: String?
     /// ETag or Last-Modified of the partial file, for `If-Range` when the transfer continues.
     package var validator: String?
+    /// Where the digests of the partial file stood (running downloads that got that far), so a
+    /// continued download hashes only the rest.
+    package var digestCheckpoint: DigestCheckpoint?
     /// Where the response body (data and upload tasks) is kept, for `…/body`.
     package var bodyLocation: String?
     /// Resume data this task was created from, until its partial file is taken over.

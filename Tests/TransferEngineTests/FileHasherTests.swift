@@ -1,5 +1,6 @@
 import Digests
 import Glibc
+import Reactor
 import TestSupport
 import Testing
 import TransferEngine
@@ -22,5 +23,43 @@ struct FileHasherTests {
         var digest: String?
         FileHasher(fd: fd, algorithms: [.sha256]).finish(size: Int64(bytes.count)) { digest = $0?[.sha256] }
         #expect(digest == TestOrigin.sha256(bytes))
+    }
+
+    /// A hasher hands out a checkpoint every 64 MiB it hashes; one continued from a checkpoint
+    /// reads the file only from there and still gives the digests of the whole file.
+    @Test func checkpointsEvery64MiBAndContinuesFromOne() async throws {
+        let step = Int(FileHasher.checkpointStep)
+        // A 64 KiB pattern repeated (appended whole: built byte by byte it takes seconds in a debug build).
+        let block = (0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 ^ ($0 >> 11)) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(step + step / 2 + 7)
+        while bytes.count < step + step / 2 { bytes += block }
+        bytes += [1, 2, 3, 4, 5, 6, 7]
+        let fd = Self.file(bytes)
+        defer { close(fd) }
+        let whole = DigestSet([.sha256, .crc32c])
+        bytes.withUnsafeBytes { whole.update($0) }
+        let want = whole.finalize()
+
+        let taken = Locked<[DigestCheckpoint]>([])
+        let first: [DigestAlgorithm: String]? = await withCheckedContinuation { done in
+            let hasher = FileHasher(fd: fd, algorithms: [.sha256, .crc32c]) { checkpoint in taken.withLock { $0.append(checkpoint) } }
+            hasher.advance(to: Int64(bytes.count))
+            hasher.finish(size: Int64(bytes.count)) { done.resume(returning: $0) }
+        }
+        #expect(first == want)
+        let checkpoints = taken.withLock { $0 }
+        #expect(checkpoints.map(\.offset) == [Int64(step)])
+        let checkpoint = try #require(checkpoints.first)
+        #expect(checkpoint.matches(fd: fd))
+
+        let continued = FileHasher(fd: fd, algorithms: [.sha256, .crc32c], continuing: checkpoint)
+        #expect(continued.continuedFrom == Int64(step))
+        let second: [DigestAlgorithm: String]? = await withCheckedContinuation { done in
+            continued.finish(size: Int64(bytes.count)) { done.resume(returning: $0) }
+        }
+        #expect(second == want)
+        // A checkpoint of other algorithms does not serve: hashing starts at the first byte.
+        #expect(FileHasher(fd: fd, algorithms: [.sha256], continuing: checkpoint).continuedFrom == 0)
     }
 }

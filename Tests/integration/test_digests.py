@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import time
 
 import crc32c
 import pytest
@@ -328,3 +329,45 @@ def test_what_was_verified_and_sent_is_kept_across_a_restart(start_transferd, or
     assert_success(wait_task(td, sid, queued["id"]))
     want = base64.b64encode(hashlib.sha512(b"payload").digest()).decode()
     assert origin.uploads[-1].headers["repr-digest"] == f"sha-512=:{want}:"
+
+
+def test_a_download_continued_after_kill_9_hashes_only_what_its_checkpoint_does_not_cover(transferd, origin):
+    """Every 64 MiB hashed, a download's digest state is kept with its record; after a kill -9 the
+    continued download restores it and reads back only the partial file's tail, not all of it. The
+    digests still cover the whole file."""
+    sid = create_session(transferd, mode="background")
+    size, first = 100 * MiB, 72 * MiB
+    url = origin.url(f"/bytes/{size}?seed=ck2&stall_after={first}")
+    task = create_task(transferd, sid, download(url, download={"digests": ["sha256", "md5", "crc32c"]}))
+    wait_progress(transferd, sid, task["id"], first, timeout=60)
+    time.sleep(2)  # the hasher catches up (a step behind) and its checkpoint is stored (0.2 s)
+    transferd.kill9()
+    transferd.restart()
+    done = assert_success(wait_task(transferd, sid, task["id"]))
+    assert origin.requests[-1].status == 206, "it continued with Range"
+    want = expected(Origin.expected_bytes(size, "ck2"))
+    assert done["result"]["digests"] == {"sha256": want["sha256"], "md5": want["md5"], "crc32c": want["crc32c"]}
+    continued = transferd.wait_for_log(lambda r: r.get("msg") == "digests continued from a checkpoint")
+    assert int(continued["offset"]) == 64 * MiB, continued
+
+
+def test_a_checkpoint_of_content_the_file_no_longer_holds_is_not_used(transferd, origin):
+    """The partial file is overwritten behind transferd's back between the kill and the restart:
+    its checkpoint's tail no longer matches, so the digests come from reading the file again —
+    and describe what is on disk, which the origin's Repr-Digest of the real content then refuses."""
+    sid = create_session(transferd, mode="background")
+    size, first = 100 * MiB, 72 * MiB
+    url = origin.url(f"/bytes/{size}?seed=ck3&stall_after={first}&declare=repr-sha-256")
+    task = create_task(transferd, sid, download(url))
+    wait_progress(transferd, sid, task["id"], first, timeout=60)
+    time.sleep(2)
+    transferd.kill9()
+    partials = [p for p in transferd.data_dir.rglob("*") if p.is_file() and p.stat().st_size == first]
+    assert len(partials) == 1, list(transferd.data_dir.rglob("*"))
+    with open(partials[0], "r+b") as f:
+        f.seek(64 * MiB - 10)
+        f.write(b"\0" * 10)
+    transferd.restart()
+    done = assert_task_error(wait_task(transferd, sid, task["id"]), "checksum_mismatch")
+    assert "repr-digest:sha-256" in done["error"]["message"]
+    assert not any(r.get("msg") == "digests continued from a checkpoint" for r in transferd.log_records())

@@ -33,6 +33,9 @@ package final class TaskEntry: @unchecked Sendable {
     /// rewritten once per response head.
     private var pendingEvents: [EventDraft] = []
     var pendingEventsScheduled = false
+    /// The record changed with no event to go with it (a digest checkpoint): the next flush
+    /// stores it all the same.
+    var hasPendingChange = false
     /// Bytes moved as the last `task.progress` told.
     var progressEventBytes: Int64 = 0
 

@@ -107,6 +107,10 @@ extension TaskCoordinator {
             return complete(entry, in: session, record: record)
         }
         if record.kind == .download {
+            if let offset = outcome.digestsContinuedFrom {
+                logger.info("digests continued from a checkpoint", metadata: ["task": .string("\(session.identifier)/\(record.id)"),
+                                                                              "offset": .stringConvertible(offset)])
+            }
             let computed = outcome.digests ?? [:]
             let declared = outcome.declaredDigests
             guard record.computedDigests.allSatisfy({ computed[$0] != nil }), declared.allSatisfy({ computed[$0.algorithm] != nil }) else {
@@ -168,6 +172,7 @@ extension TaskCoordinator {
         done.phase = .finished
         done.completedAt = Timestamp.now()
         done.nextAttemptAt = nil
+        done.digestCheckpoint = nil
         if done.error == nil && done.progress.bytesExpectedToReceive < 0 {
             done.progress.bytesExpectedToReceive = done.progress.bytesReceived
         }

@@ -53,6 +53,7 @@ extension TaskCoordinator {
         spec.sequence = UInt64(record.sequence)
         spec.digests = record.kind == .download ? record.computedDigests : []
         spec.verifyOriginDigests = record.kind == .download && configuration.verifyOriginDigests
+        spec.checkpointDigests = record.isResumable
         if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
@@ -184,6 +185,7 @@ extension TaskCoordinator {
         let schedule: Bool = session.locked {
             change(&entry.record)
             entry.addPendingEvents(events)
+            if events.isEmpty { entry.hasPendingChange = true }
             defer { entry.pendingEventsScheduled = true }
             return !entry.pendingEventsScheduled
         }
@@ -198,7 +200,8 @@ extension TaskCoordinator {
     func flushPendingEvents(of entry: TaskEntry, in session: SessionState) {
         let record: TaskRecord? = session.locked {
             entry.pendingEventsScheduled = false
-            return entry.hasPendingEvents ? entry.record : nil
+            defer { entry.hasPendingChange = false }
+            return entry.hasPendingEvents || entry.hasPendingChange ? entry.record : nil
         }
         guard let record else { return }
         persist(session, reportedBy: entry, [.updateTaskKeepingState(record, document: record.storageDocument())]) { _ in }
@@ -261,7 +264,13 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
             record.currentURL = response.url
             // Stored with the head (0.2 s later), so a partial file continues after kill -9 too.
             record.validator = TaskCoordinator.validator(after: response, previous: record.validator)
+            // A file that starts over has no use for the digests of what it held.
+            if resumedAtOffset == nil { record.digestCheckpoint = nil }
         }
+    }
+
+    func transferCheckpointedDigests(_ handle: TransferHandle, _ checkpoint: DigestCheckpoint) {
+        coordinator.noteTransferChange(entry, in: session, events: []) { $0.digestCheckpoint = checkpoint }
     }
 
     func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int) {

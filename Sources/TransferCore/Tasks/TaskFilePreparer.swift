@@ -56,6 +56,11 @@ final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
             if existing > 0, record.isResumable, let validator = record.validator {
                 files.resume = ResumeRequest(offset: existing, validator: validator)
                 files.output = .file(fd: output.fd, offset: existing)
+                // Hash only what the checkpoint does not cover, when the file still holds what
+                // it covered.
+                if let checkpoint = record.digestCheckpoint, checkpoint.offset <= existing, checkpoint.matches(fd: output.fd) {
+                    files.digestCheckpoint = checkpoint
+                }
             } else {
                 output.truncate()
                 files.output = .file(fd: output.fd, offset: 0)
