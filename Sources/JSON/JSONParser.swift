@@ -5,12 +5,17 @@ public struct JSONParser {
     public struct Failure: Error, Equatable, Sendable {
         public let message: String
         public let offset: Int
+        /// Nested deeper than `maxDepth`, as opposed to malformed.
+        public var tooDeep = false
     }
+
+    /// Objects and arrays nested deeper than this are refused: a hostile body cannot exhaust the
+    /// stack, and no document of the API nests more than a handful of levels.
+    public static let maxDepth = 64
 
     private let bytes: UnsafeRawBufferPointer
     private var i = 0
     private var depth = 0
-    private static let maxDepth = 64
 
     private init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
@@ -58,7 +63,11 @@ public struct JSONParser {
 
     private mutating func enter() throws(Failure) {
         depth += 1
-        guard depth <= JSONParser.maxDepth else { throw fail("JSON nested too deeply") }
+        guard depth <= JSONParser.maxDepth else {
+            var failure = fail("JSON nested deeper than \(JSONParser.maxDepth) levels")
+            failure.tooDeep = true
+            throw failure
+        }
     }
 
     private mutating func object() throws(Failure) -> JSONValue {
@@ -66,13 +75,24 @@ public struct JSONParser {
         defer { depth -= 1 }
         i += 1
         var members: [(String, JSONValue)] = []
+        // Duplicate names: a scan while the object is small (every document of the API), a set
+        // once it grows, so that a body of 50,000 members costs linear time, not quadratic.
+        var names: Set<String>?
         skipWhitespace()
         if i < bytes.count && bytes[i] == 0x7D { i += 1; return .object(members) }
         while true {
             skipWhitespace()
             guard i < bytes.count, bytes[i] == 0x22 else { throw fail("expected a member name") }
+            let at = i
             let key = try string()
-            if members.contains(where: { $0.0 == key }) { throw fail("duplicate member \"\(key)\"") }
+            let duplicate: Bool
+            if names == nil && members.count < JSONParser.scannedMembers {
+                duplicate = members.contains { $0.0 == key }
+            } else {
+                if names == nil { names = Set(members.map(\.0)) }
+                duplicate = !names!.insert(key).inserted
+            }
+            if duplicate { throw Failure(message: "duplicate member \"\(key.prefix(64))\"", offset: at) }
             skipWhitespace()
             guard i < bytes.count, bytes[i] == 0x3A else { throw fail("expected ':'") }
             i += 1
@@ -85,6 +105,9 @@ public struct JSONParser {
             throw fail("expected ',' or '}'")
         }
     }
+
+    /// Up to this many members, duplicates are found by a scan (cheaper than hashing every name).
+    static let scannedMembers = 16
 
     private mutating func array() throws(Failure) -> JSONValue {
         try enter()

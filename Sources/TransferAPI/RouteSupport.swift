@@ -22,7 +22,8 @@ enum RouteSupport {
         do {
             return try JSONParser.parse(request.body)
         } catch {
-            throw Refusal(.malformed, "invalid_json", "the body is not valid JSON: \(error.message) at byte \(error.offset)")
+            throw Refusal(.malformed, error.tooDeep ? "json_too_deep" : "invalid_json",
+                          "the body is not valid JSON: \(error.message) at byte \(error.offset)")
         }
     }
 

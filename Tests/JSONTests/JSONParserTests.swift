@@ -31,6 +31,35 @@ struct JSONParserTests {
         #expect(throws: Never.self) { try parse(String(repeating: "[", count: 60) + String(repeating: "]", count: 60)) }
     }
 
+    /// 64 levels are allowed, the 65th is refused as too deep (not as malformed), objects and
+    /// arrays alike.
+    @Test func sixtyFourLevelsAndNoMore() throws {
+        let deepest = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        #expect(throws: Never.self) { try parse(deepest) }
+        let objects = String(repeating: #"{"a":"#, count: 65) + "1" + String(repeating: "}", count: 65)
+        for text in ["[" + deepest + "]", objects] {
+            let failure = try #require(throws: JSONParser.Failure.self) { try parse(text) }
+            #expect(failure.tooDeep)
+        }
+        let malformed = try #require(throws: JSONParser.Failure.self) { try parse("[1,]") }
+        #expect(!malformed.tooDeep)
+    }
+
+    /// Duplicate names are found whether the object is small (scanned) or large (a set), at any
+    /// position, and a large object of distinct names parses whole.
+    @Test(arguments: [2, JSONParser.scannedMembers, JSONParser.scannedMembers + 1, 50_000])
+    func duplicatesAreFoundInObjectsOfAnySize(count: Int) throws {
+        let names = (0..<count).map { "k\($0)" }
+        let distinct = "{" + names.map { "\"\($0)\":\($0.count)" }.joined(separator: ",") + "}"
+        guard case .object(let members) = try parse(distinct) else { Issue.record("not an object"); return }
+        #expect(members.count == count)
+        for repeated in [0, count / 2, count - 1] {
+            let text = "{" + (names + [names[repeated]]).map { "\"\($0)\":1" }.joined(separator: ",") + "}"
+            let failure = try #require(throws: JSONParser.Failure.self) { try parse(text) }
+            #expect(failure.message == "duplicate member \"\(names[repeated])\"")
+        }
+    }
+
     @Test func refusesInvalidUTF8() {
         #expect(throws: JSONParser.Failure.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
     }

@@ -4,6 +4,7 @@ and unknown sessions."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -125,6 +126,18 @@ def test_the_body_must_be_a_json_object(transferd):
                    400, "invalid_json")
     assert_problem(transferd.post(tasks_path(sid), json=[valid()]), 422)
     assert_problem(transferd.post(tasks_path(sid)), 400)
+    assert task_list(transferd, sid) == []
+
+
+def test_json_nested_past_64_levels_is_json_too_deep(transferd, origin):
+    sid = create_session(transferd)
+    body = {"kind": "download", "request": {"url": origin.url("/bytes/1")}, "description": "x"}
+    deep = json.dumps(body)[:-1] + ', "extra": ' + "[" * 63 + "]" * 63 + "}"  # 64 levels: refused as a field
+    assert_problem(transferd.post(tasks_path(sid), data=deep.encode(), headers={"Content-Type": "application/json"}), 422)
+    deeper = json.dumps(body)[:-1] + ', "extra": ' + "[" * 64 + "]" * 64 + "}"  # 65 levels
+    problem = assert_problem(transferd.post(tasks_path(sid), data=deeper.encode(), headers={"Content-Type": "application/json"}),
+                             400, "json_too_deep")
+    assert "64" in problem["detail"], problem
     assert task_list(transferd, sid) == []
 
 
