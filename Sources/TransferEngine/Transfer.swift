@@ -114,7 +114,7 @@ final class Transfer: @unchecked Sendable {
             pacer.moved(data.count, by: self)
         }
         lastActivity = MonotonicClock.now()
-        if let max = spec.maxBodyBytes, received + Int64(data.count) > max {
+        if let max = spec.maxBodyBytes, (resumedAtOffset ?? 0) + received + Int64(data.count) > max {
             writeFailure = TransferFailure(.dataLengthExceedsMaximum, "the response body is larger than \(max) bytes")
             return 0
         }
@@ -247,6 +247,13 @@ final class Transfer: @unchecked Sendable {
         if let resume = files.resume, !acceptResumedResponse(head, resume: resume) { return false }
         if let length = head.expectedContentLength {
             handle.setExpected(length + (resumedAtOffset ?? 0))
+            // A body declared too long is refused before its first byte (RFC 9110 §8.6: a
+            // Content-Length it then exceeds is refused by curl, and one it falls short of is a
+            // short body, not a larger one).
+            if let max = spec.maxBodyBytes, length + (resumedAtOffset ?? 0) > max {
+                writeFailure = TransferFailure(.dataLengthExceedsMaximum, "the response body is \(length + (resumedAtOffset ?? 0)) bytes, more than \(max)")
+                return false
+            }
         }
         finalResponse = head
         if spec.verifyOriginDigests { hashDeclaredDigests(of: head) }

@@ -14,7 +14,9 @@ public struct TransferSpec: Sendable {
     /// Opens the body and output when the transfer is admitted; what it returns takes the place
     /// of `body`, `output` and `resume`. nil: those are ready as they are.
     public var preparer: (any TransferPreparer)?
-    /// Received body bytes beyond this fail the transfer with `dataLengthExceedsMaximum`.
+    /// A body beyond this fails the transfer with `dataLengthExceedsMaximum`: as soon as its
+    /// head declares a longer one, or as its bytes pass the limit. For a continued file it counts
+    /// the whole file, what it held included.
     public var maxBodyBytes: Int64?
     /// Continue a partial file: `Range: bytes=offset-` with `If-Range` (RFC 9110 §13.1.5).
     public var resume: ResumeRequest?

@@ -24,6 +24,7 @@ extension TaskRecord {
             checksum = Checksum(algorithm: algorithm, hex: text)
         }
         digests = DigestAlgorithm.decodeList(value["download"]?["digests"]) ?? DigestAlgorithm.defaults
+        maxBytes = value["download"]?["max_bytes"]?.intValue
         beginAt = value["begin_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
         // Absent: the request's url; null: none yet.
         currentURL = value["current_url"].map { $0.stringValue } ?? url

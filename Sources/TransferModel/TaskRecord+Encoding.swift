@@ -41,6 +41,7 @@ extension TaskRecord {
             json.key("download"); json.beginObject()
             json.key("destination"); json.optionalString(destination)
             json.key("digests"); DigestAlgorithm.encodeList(digests, into: &json)
+            json.key("max_bytes"); if let maxBytes { json.int(maxBytes) } else { json.null() }
             json.endObject()
         }
         if let checksum { json.key("checksum"); checksum.encode(into: &json) }

@@ -52,10 +52,11 @@ extension TaskRecord {
         }
         if let sendDigest { json.key("upload"); sendDigest.encode(into: &json) }
         // `digests` only when not the default, which most downloads keep.
-        if destination != nil || digests != DigestAlgorithm.defaults {
+        if destination != nil || digests != DigestAlgorithm.defaults || maxBytes != nil {
             json.key("download"); json.beginObject()
             if let destination { json.key("destination"); json.string(destination) }
             if digests != DigestAlgorithm.defaults { json.key("digests"); DigestAlgorithm.encodeList(digests, into: &json) }
+            if let maxBytes { json.key("max_bytes"); json.int(maxBytes) }
             json.endObject()
         }
         if let checksum { json.key("checksum"); checksum.encode(into: &json) }

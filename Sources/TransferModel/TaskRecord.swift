@@ -22,6 +22,8 @@ package struct TaskRecord: Sendable {
     package var checksum: Checksum?
     /// What a download computes over its file (`download.digests`).
     package var digests: [DigestAlgorithm] = DigestAlgorithm.defaults
+    /// The largest file a download may make (`download.max_bytes`); nil for no limit.
+    package var maxBytes: Int64?
     package var beginAt: Timestamp?
     package var currentURL: String?
     package var response: TaskResponse?

@@ -106,11 +106,11 @@ struct SchemaMigrationTests {
         #expect(try store.loadSessions().isEmpty)  // events alone make no session
 
         // The old document reads as the API showed it (with what the API shows since: the
-        // digests the download computed, sha256 then, and no origin digest verified), and takes
-        // a PATCH.
+        // digests the download computed, sha256 then, no origin digest verified, no size limit),
+        // and takes a PATCH.
         let task = try #require(try store.loadTask(session: "com.example.a", id: "t1"))
         let shownNow = completedData
-            .replacing(#""download":{"destination":"/out/t1"}"#, with: #""download":{"destination":"/out/t1","digests":["sha256"]}"#)
+            .replacing(#""download":{"destination":"/out/t1"}"#, with: #""download":{"destination":"/out/t1","digests":["sha256"],"max_bytes":null}"#)
             .replacing(#""sha256":"abc"}"#, with: #""sha256":"abc","digests":{"sha256":"abc"},"verified":[]}"#)
         #expect(String(decoding: task.jsonBytes(), as: UTF8.self) == shownNow)
         try store.apply([.updateDetails(session: "com.example.a", id: "t1", priority: 0.7, description: nil),

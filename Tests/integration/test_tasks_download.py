@@ -363,3 +363,46 @@ def test_connection_refused_is_cannot_connect_to_host(transferd, origin):
         port = closed.port
     task = run_task(transferd, sid, download(f"http://127.0.0.1:{port}/bytes/10"))
     assert_task_error(task, "cannot_connect_to_host")
+
+
+# MARK: download.max_bytes
+
+
+def test_max_bytes_refuses_a_declared_length_before_the_body(start_transferd, origin, tmp_path, api_token):
+    td = start_transferd("--allow-path", str(tmp_path), api_token=api_token)
+    sid = create_session(td)
+    destination = tmp_path / "big.bin"
+    task = run_task(td, sid, download(origin.url("/bytes/20000000?seed=mb"),
+                                      download={"destination": str(destination), "max_bytes": 1_000_000}))
+    assert_task_error(task, "data_length_exceeds_maximum")
+    assert "20000000" in task["error"]["message"] and "1000000" in task["error"]["message"], task["error"]
+    assert task["download"]["max_bytes"] == 1_000_000
+    assert list(tmp_path.iterdir()) == [], "nothing at the destination, no temporary file"
+    assert origin.bytes_served("/bytes/") < 1_000_000, "stopped at the head, not after reading the body"
+
+
+def test_max_bytes_stops_a_body_of_unknown_length_once_it_passes_the_limit(start_transferd, origin, tmp_path, api_token):
+    td = start_transferd("--allow-path", str(tmp_path), api_token=api_token)
+    sid = create_session(td)
+    destination = tmp_path / "chunked.bin"
+    task = run_task(td, sid, download(origin.url("/bytes/100000000?seed=mc&no_length=1"),
+                                      download={"destination": str(destination), "max_bytes": 2_000_000}))
+    assert_task_error(task, "data_length_exceeds_maximum")
+    assert list(tmp_path.iterdir()) == []
+    assert origin.bytes_served("/bytes/") < 20_000_000, "the transfer stopped soon after the limit"
+
+
+def test_max_bytes_at_the_size_or_absent_downloads_it(transferd, origin):
+    sid = create_session(transferd)
+    exact = run_task(transferd, sid, download(origin.url("/bytes/70000?seed=me"), download={"max_bytes": 70_000}))
+    assert_success(exact)
+    assert exact["result"]["size"] == 70_000
+    unlimited = run_task(transferd, sid, download(origin.url("/bytes/70000?seed=me")))
+    assert unlimited["download"]["max_bytes"] is None
+
+
+@pytest.mark.parametrize("value", [0, -1, "big", 1.5, 1 << 63])
+def test_a_bad_max_bytes_is_422_naming_the_field(transferd, origin, value):
+    sid = create_session(transferd)
+    problem = assert_problem(post_task(transferd, sid, download(origin.url("/bytes/1"), download={"max_bytes": value})), 422)
+    assert problem.get("field") == "download.max_bytes", problem

@@ -188,6 +188,7 @@ extension TaskCoordinator {
         record.destination = request.destination
         record.checksum = request.checksum
         record.digests = request.digests ?? defaultDigests
+        record.maxBytes = request.maxBytes
         record.beginAt = request.beginAt
         record.currentURL = request.url
         record.resumeFrom = request.resumeFrom

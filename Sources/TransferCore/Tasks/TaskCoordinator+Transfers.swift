@@ -54,7 +54,7 @@ extension TaskCoordinator {
         spec.digests = record.kind == .download ? record.computedDigests : []
         spec.verifyOriginDigests = record.kind == .download && configuration.verifyOriginDigests
         spec.checkpointDigests = record.isResumable
-        if record.kind != .download { spec.maxBodyBytes = limits.maxDataBodyBytes }
+        spec.maxBodyBytes = record.kind == .download ? record.maxBytes : limits.maxDataBodyBytes
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
         let declined: [TaskLifecycle.Action]? = session.locked {

@@ -16,6 +16,8 @@ package struct TaskCreationRequest: Sendable {
     package var checksum: Checksum?
     /// nil: the service's default (`--default-digests`).
     package var digests: [DigestAlgorithm]?
+    /// `download.max_bytes`: the largest file the download may make; nil for no limit.
+    package var maxBytes: Int64?
     package var priority: Double
     package var beginAt: Timestamp?
     package var description: String?
@@ -69,9 +71,11 @@ package struct TaskCreationRequest: Sendable {
 
         var destination: String?
         var digests: [DigestAlgorithm]?
+        var maxBytes: Int64?
         if var d = try r.object("download") {
             guard kind == .download else { throw Refusal.invalid(d.path, "is only for download tasks") }
             destination = try d.string("destination", maxLength: 4096)
+            maxBytes = try d.integer("max_bytes", in: 1...(1 << 62))
             if let names = try d.array("digests", maxCount: DigestAlgorithm.allCases.count) {
                 var strings: [String] = []
                 for (i, item) in names.enumerated() {
@@ -99,7 +103,7 @@ package struct TaskCreationRequest: Sendable {
         let start = try r.bool("start") ?? true
         try r.finish()
         return TaskCreationRequest(id: id, kind: kind, url: url, method: method, headers: headers, body: body,
-                                   multipart: multipart, sendDigest: sendDigest, destination: destination, checksum: checksum, digests: digests, priority: priority,
+                                   multipart: multipart, sendDigest: sendDigest, destination: destination, checksum: checksum, digests: digests, maxBytes: maxBytes, priority: priority,
                                    beginAt: beginAt, description: description, start: start, resumeToken: resumeToken)
     }
 
