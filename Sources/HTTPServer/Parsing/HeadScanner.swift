@@ -6,16 +6,21 @@
 public struct HeadScanner: Sendable {
     public let maxRequestLine: Int
     public let maxHeaderBytes: Int
+    /// Most header field lines: within the byte limit a client could send thousands of tiny
+    /// fields, each a dictionary entry for the parser to build (Apache's LimitRequestFields, 100).
+    public let maxHeaderFields: Int
 
     private var position = 0
     private var lineStart = 0
     /// Where the request-line starts, once a non-empty line was seen.
     private var requestLineStart: Int?
     private var requestLineEnd: Int?
+    private var fieldCount = 0
 
-    public init(maxRequestLine: Int, maxHeaderBytes: Int) {
+    public init(maxRequestLine: Int, maxHeaderBytes: Int, maxHeaderFields: Int = 100) {
         self.maxRequestLine = maxRequestLine
         self.maxHeaderBytes = maxHeaderBytes
+        self.maxHeaderFields = maxHeaderFields
     }
 
     /// Restarts for the next request.
@@ -24,6 +29,7 @@ public struct HeadScanner: Sendable {
         lineStart = 0
         requestLineStart = nil
         requestLineEnd = nil
+        fieldCount = 0
     }
 
     /// Bytes skipped before the request-line (empty lines).
@@ -64,6 +70,10 @@ public struct HeadScanner: Sendable {
         }
         if end == lineStart { return position }
         guard position - (requestLineEnd ?? start) <= maxHeaderBytes else { throw headersTooLarge }
+        fieldCount += 1
+        guard fieldCount <= maxHeaderFields else {
+            throw HTTPProblem(431, "header_fields_too_large", "the request has more than \(maxHeaderFields) header fields")
+        }
         return nil
     }
 

@@ -67,7 +67,9 @@ extension Connection {
         decoder = BodyDecoder(head.framing, maxTrailerBytes: limits.maxHeaderBytes)
         if decoder.isComplete { return bodyComplete() }
         phase = .readingBody
-        deadline = MonotonicClock.after(seconds: limits.bodyTimeout)
+        bodyStartedAt = MonotonicClock.now()
+        bodyBytesRead = 0
+        deadline = bodyDeadline()
         if head.expectsContinue {
             // The phase is set first: a failed write closes the connection inside `flush`, and
             // setting it afterwards would revive a closed connection (and close its fd twice).

@@ -37,6 +37,9 @@ final class Connection: EventHandler, @unchecked Sendable {
     var exchange: Exchange?
     var decoder = BodyDecoder(.length(0))
     var bodyTarget = BodyTarget.discard
+    /// When the body began (monotonic ns) and how much of it has been read since: its rate budget.
+    var bodyStartedAt: UInt64 = 0
+    var bodyBytesRead = 0
 
     var outbound: [UInt8] = []
     var outboundSent = 0
@@ -52,7 +55,8 @@ final class Connection: EventHandler, @unchecked Sendable {
         self.worker = worker
         shared = worker.shared
         limits = worker.shared.configuration
-        scanner = HeadScanner(maxRequestLine: limits.maxRequestLineBytes, maxHeaderBytes: limits.maxHeaderBytes)
+        scanner = HeadScanner(maxRequestLine: limits.maxRequestLineBytes, maxHeaderBytes: limits.maxHeaderBytes,
+                              maxHeaderFields: limits.maxHeaderFields)
         // A new connection owes us a request head, so the header timeout applies from the start.
         deadline = MonotonicClock.after(seconds: limits.headerTimeout)
     }
@@ -127,7 +131,8 @@ final class Connection: EventHandler, @unchecked Sendable {
             // (ngx_unix_recv with EPOLLRDHUP). After a hang-up, read on until the end of input.
             if n < wanted && !peerHungUp { readable = false }
             if phase == .readingBody {
-                deadline = MonotonicClock.after(seconds: limits.bodyTimeout)
+                bodyBytesRead += n
+                deadline = bodyDeadline()
             } else if wasEmpty && requestCount > 0 {
                 // The first byte of a request on a kept-alive connection starts its header timeout.
                 deadline = MonotonicClock.after(seconds: limits.headerTimeout)
@@ -143,6 +148,12 @@ final class Connection: EventHandler, @unchecked Sendable {
         // answered meaningfully.
         close()
         return false
+    }
+
+    /// The sooner of the silence limit and the rate budget (`HTTPServerConfiguration.minBodyRate`).
+    func bodyDeadline() -> UInt64 {
+        let budget = limits.bodyRateGrace + Double(bodyBytesRead) / Double(max(1, limits.minBodyRate))
+        return min(MonotonicClock.after(seconds: limits.bodyTimeout), bodyStartedAt &+ UInt64(budget * 1e9))
     }
 
     // MARK: closing

@@ -7,6 +7,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxRequestLineBytes = 8 * 1024
     /// Largest header section (431 beyond).
     public var maxHeaderBytes = 32 * 1024
+    /// Most header fields in a request (431 beyond).
+    public var maxHeaderFields = 100
     /// Largest body a buffered route (a JSON API call) accepts (413 beyond). Streamed routes set
     /// their own limits.
     public var maxBufferedBodyBytes = 1024 * 1024
@@ -14,6 +16,12 @@ public struct HTTPServerConfiguration: Sendable {
     public var headerTimeout: Double = 10
     /// Longest silence between two reads of a request body.
     public var bodyTimeout: Double = 60
+    /// A body must also keep up a minimum rate, so that one trickled a byte at a time just inside
+    /// `bodyTimeout` cannot hold its connection for hours: it must be complete within
+    /// `bodyRateGrace` seconds of its start plus one second per `minBodyRate` bytes received (the
+    /// scheme of Apache's mod_reqtimeout, `body=30,MinRate=1024`). 408 otherwise.
+    public var minBodyRate = 1024
+    public var bodyRateGrace: Double = 30
     /// How long a keep-alive connection may wait for its next request.
     public var idleTimeout: Double = 75
     /// Longest time a response may make no progress because the client does not read.

@@ -34,7 +34,7 @@ public final class Service: Sendable {
         let startedAt = Timestamp.now()
         // Before any thread of ours exists: curl_global_init is not thread-safe.
         TransferEngine.globalInit()
-        Service.raiseFileLimit()
+        let descriptors = Service.raiseFileLimit()
         Service.fixMmapThreshold()
         let cores = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         let layout = DataLayout(root: AllowedRoots.normalize(configuration.dataDirectory.hasPrefix("/")
@@ -83,8 +83,15 @@ public final class Service: Sendable {
                       startedAt: startedAt, maxBlobBytes: configuration.maxBlobBytes,
                       sseHeartbeat: configuration.sseHeartbeat).register(in: &table)
         }
-        server = try HTTPServer(configuration: configuration.serverConfiguration(loops: cores),
-                                router: router, logger: logger)
+        var serverConfiguration = configuration.serverConfiguration(loops: cores)
+        let connectionCap = Service.connectionCap(descriptors: descriptors)
+        if serverConfiguration.maxConnections > connectionCap {
+            logger.notice("--max-connections lowered to stay below the descriptor limit", metadata: [
+                "configured": .stringConvertible(serverConfiguration.maxConnections), "max_connections": .stringConvertible(connectionCap),
+                "descriptor_limit": .stringConvertible(descriptors)])
+            serverConfiguration.maxConnections = connectionCap
+        }
+        server = try HTTPServer(configuration: serverConfiguration, router: router, logger: logger)
         readiness.register("http") { true }
         let store = store
         readiness.register("store") { store.isReadable() }
@@ -113,12 +120,25 @@ public final class Service: Sendable {
     }
 
     /// Transfers and connections each hold descriptors; the soft limit (often 1024) is raised to
-    /// the hard one.
-    private static func raiseFileLimit() {
+    /// the hard one. Returns the limit in force.
+    private static func raiseFileLimit() -> Int {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        if limit.rlim_cur < limit.rlim_max {
+            let wanted = limit.rlim_max
+            limit.rlim_cur = wanted
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 { _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) }
+        }
+        return Int(clamping: limit.rlim_cur)
+    }
+
+    /// The most client connections the descriptor limit leaves room for. A connection accepted
+    /// past the limit cannot be answered at all (accept fails with EMFILE and clients wait in the
+    /// backlog), while one past `maxConnections` is answered 503 at once; so `maxConnections`
+    /// stays below the limit, keeping a quarter of it (at least 64) for transfers, files, the
+    /// database and the listeners.
+    static func connectionCap(descriptors: Int) -> Int {
+        max(1, descriptors - max(64, descriptors / 4))
     }
 
     /// Allocations of 128 KiB and more (curl's receive buffers, listing pages, request bodies) are

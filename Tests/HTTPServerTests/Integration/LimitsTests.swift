@@ -51,6 +51,18 @@ extension Integration {
             try Self.expectRefusal(many, status: 431, code: "header_fields_too_large")
         }
 
+        /// Within the byte limit, a head of many tiny fields is still refused past the field count.
+        @Test func headerFieldsOverTheCountAre431() throws {
+            let server = try Self.server { $0.maxHeaderFields = 20 }
+            defer { server.shutdown() }
+            let fine = try server.connect()
+            try fine.send(request("GET", "/x", headers: (0..<19).map { "a\($0): b" }))  // Host makes 20
+            #expect(try fine.readResponse().status == 200)
+            let many = try server.connect()
+            try many.send(request("GET", "/x", headers: (0..<20).map { "a\($0): b" }))
+            try Self.expectRefusal(many, status: 431, code: "header_fields_too_large")
+        }
+
         @Test func bufferedBodyOverTheLimitWithContentLengthIs413() throws {
             let server = try Self.server { $0.maxBufferedBodyBytes = 1000 }
             defer { server.shutdown() }

@@ -93,6 +93,30 @@ extension Integration {
             #expect(try client.readResponse().text == "12345678")
         }
 
+        /// A body trickled just fast enough to never trip the silence limit is still cut once it
+        /// falls behind the minimum rate; one that keeps up is not.
+        @Test func aBodyBelowTheMinimumRateGets408() throws {
+            let server = try Self.server { $0.bodyTimeout = 5; $0.bodyRateGrace = 0.5; $0.minBodyRate = 100 }
+            defer { server.shutdown() }
+            let slow = try server.connect()
+            try slow.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n")
+            let started = ContinuousClock.now
+            for _ in 0..<40 {
+                guard (try? slow.send("x")) != nil else { break }
+                if !slow.isQuiet(for: 0.15) { break }  // the 408 arrived
+            }
+            #expect(try slow.readResponse().status == 408)
+            #expect(ContinuousClock.now - started < .seconds(4), "cut by the rate, well before the 5 s silence limit")
+
+            let steady = try server.connect()
+            try steady.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 300\r\n\r\n")
+            for _ in 0..<10 {
+                usleep(100_000)
+                try steady.send(String(repeating: "y", count: 30))  // 300 B/s, over the minimum
+            }
+            #expect(try steady.readResponse().text == String(repeating: "y", count: 300))
+        }
+
         @Test func anIdleKeptAliveConnectionIsClosed() throws {
             let server = try Self.server { $0.idleTimeout = 0.5 }
             defer { server.shutdown() }
