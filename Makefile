@@ -45,7 +45,7 @@ crash: build
 
 ## make bench: the benchmark scripts in bench/ (they install nginx, wrk, curl, aria2 if missing),
 ## each printing ratios against anchors measured in the same run.
-BENCHES ?= http downloads uploads webhooks restart memory small
+BENCHES ?= http downloads uploads webhooks restart memory small hostile
 bench: build
 	@for b in $(BENCHES); do echo "== bench/$$b.sh"; bench/$$b.sh || exit 1; done
 

@@ -106,7 +106,12 @@ extension Connection {
         switch target {
         case .collect(let body, _, var request, let handler):
             request.body = body
-            handler(request, responder)
+            if body.count >= limits.offloadBodyBytes {
+                let offloaded = request
+                shared.offloadedHandlers.async { handler(offloaded, responder) }
+            } else {
+                handler(request, responder)
+            }
         case .sink(let sink, _):
             sink.finish(responder)
         case .discard:

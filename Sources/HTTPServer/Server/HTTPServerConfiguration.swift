@@ -27,6 +27,11 @@ public struct HTTPServerConfiguration: Sendable {
     /// Longest time a response may make no progress because the client does not read.
     public var writeTimeout: Double = 60
     public var maxRequestsPerConnection = 1000
+    /// A request whose buffered body is at least this large is handled on a pool thread, not on
+    /// its connection's loop: parsing and validating a 1 MiB body takes milliseconds, and every
+    /// other connection of that loop would wait for it. Smaller bodies (almost every API call)
+    /// are handled inline, where the hop would cost more than it saves.
+    public var offloadBodyBytes = 64 * 1024
     public var maxConnections = 10_000
     /// How long shutdown waits for in-flight responses before closing what is left.
     public var shutdownGrace: Double = 10

@@ -1,4 +1,5 @@
 import CoreMetrics
+import Dispatch
 import Glibc
 import Logging
 import Synchronization
@@ -14,6 +15,8 @@ final class ServerShared: @unchecked Sendable {
     private let openConnections = Atomic<Int>(0)
     private let shuttingDown = Atomic<Bool>(false)
     private let connectionsGauge = Gauge(label: "http_open_connections")
+    /// Where handlers of large bodies run (`HTTPServerConfiguration.offloadBodyBytes`).
+    let offloadedHandlers = DispatchQueue(label: "http.large-bodies", qos: .userInitiated, attributes: .concurrent)
 
     init(configuration: HTTPServerConfiguration, router: Router, logger: Logger, listenFD: Int32) {
         self.configuration = configuration

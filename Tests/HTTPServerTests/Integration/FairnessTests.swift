@@ -41,6 +41,29 @@ extension Integration {
             #expect(server.server.openConnections >= 200)
         }
 
+        /// A request with a large body is handled off its connection's loop: however long its
+        /// handler takes (parsing a hostile 1 MiB JSON body), the loop's other connections are
+        /// served meanwhile. One loop, so both connections share it.
+        @Test func aLargeBodysHandlerDoesNotHoldItsLoop() throws {
+            let server = try TestServer(configure: { $0.loopCount = 1; $0.offloadBodyBytes = 1000 }) { t in
+                t.add("GET", "/x") { _, r in r.respond(.text("x")) }
+                t.add("POST", "/slow") { req, r in
+                    usleep(1_500_000)  // stands in for a slow parse
+                    r.respond(.text("\(req.body.count)"))
+                }
+            }
+            defer { server.shutdown() }
+            let heavy = try server.connect()
+            try heavy.send(request("POST", "/slow", body: String(repeating: "j", count: 2000)))
+            usleep(100_000)
+            let light = try server.connect()
+            let start = now()
+            try light.send(request("GET", "/x"))
+            #expect(try light.readResponse().text == "x")
+            #expect(now() - start < 1, "answered while the large body's handler still runs")
+            #expect(try heavy.readResponse().text == "2000")
+        }
+
         @Test func aClientThatDoesNotReadDoesNotBlockItsLoop() throws {
             let big = patternBytes(16 * 1024 * 1024)
             let server = try TestServer(configure: { $0.loopCount = 1 }) { t in
