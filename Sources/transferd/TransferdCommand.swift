@@ -90,6 +90,15 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("sse-heartbeat"), help: "Time between Server-Sent Events heartbeats. Env: TRANSFERD_SSE_HEARTBEAT. [15s]")
     var sseHeartbeat: String?
 
+    @Option(name: .customLong("shutdown-grace"), help: "After SIGTERM, how long /readyz answers 503 while requests are still served. Env: TRANSFERD_SHUTDOWN_GRACE. [0]")
+    var shutdownGrace: String?
+
+    @Option(name: .customLong("shutdown-timeout"), help: "From SIGTERM, the longest a shutdown may take before the process exits. Env: TRANSFERD_SHUTDOWN_TIMEOUT. [25s]")
+    var shutdownTimeout: String?
+
+    @Flag(name: .customLong("check-config"), help: "Check the flags, the auth file, the allowed roots and the data directory, print the outcome and exit (0: valid, 2: not).")
+    var checkConfig = false
+
     var rawSettings: RawSettings {
         var raw = RawSettings()
         raw.listen = listen
@@ -118,6 +127,8 @@ struct TransferdCommand: ParsableCommand {
         raw.maxBytesPerSecond = maxBytesPerSecond
         raw.maxRunningTransfers = maxRunningTransfers
         raw.sseHeartbeat = sseHeartbeat
+        raw.shutdownGrace = shutdownGrace
+        raw.shutdownTimeout = shutdownTimeout
         return raw
     }
 }

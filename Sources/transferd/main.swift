@@ -2,6 +2,7 @@
 // metrics, start the service, wait for SIGTERM/SIGINT (reloading the auth file on SIGHUP), shut
 // down gracefully.
 import ArgumentParser
+import Dispatch
 import Glibc
 import Logging
 import Metrics
@@ -24,6 +25,17 @@ do {
 } catch {
     FileHandleOutput.standardError("transferd: \(error)\n")
     exit(2)
+}
+
+if command.checkConfig {
+    do {
+        try Service.checkConfiguration(configuration)
+    } catch {
+        FileHandleOutput.standardError("transferd: \(error)\n")
+        exit(2)
+    }
+    print("transferd: configuration OK (listen \(configuration.listen), data directory \(configuration.dataDirectory))")
+    exit(0)
 }
 
 let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
@@ -59,8 +71,51 @@ while true {
         continue
     case .terminate(let signal):
         logger.info("signal received", metadata: ["signal": .stringConvertible(signal)])
+    case .shutdownFinished, .timedOut:
+        continue
     }
     break
 }
-service.shutdown()
-exit(0)
+
+// Shutting down. A second SIGTERM/SIGINT ends the process at once: what a 2xx acknowledged is
+// already committed (synchronous SQLite commits), so nothing acknowledged is lost, only the
+// orderly ending of what was still running.
+let signalled = ContinuousClock.now
+func secondsLeft(_ total: Double) -> Double {
+    let elapsed = (ContinuousClock.now - signalled).components
+    return max(0, total - Double(elapsed.seconds) - Double(elapsed.attoseconds) / 1e18)
+}
+func exitOnSecondSignal(_ signal: Int32) -> Never {
+    logger.warning("second signal: exiting at once", metadata: ["signal": .stringConvertible(signal)])
+    exit(1)
+}
+service.beginShutdown()
+if configuration.shutdownGrace > 0 {
+    logger.info("readiness is 503; serving on through the shutdown grace", metadata: ["grace_s": .stringConvertible(configuration.shutdownGrace)])
+}
+grace: while secondsLeft(configuration.shutdownGrace) > 0 {
+    switch Service.waitForSignal(timeout: secondsLeft(configuration.shutdownGrace)) {
+    case .terminate(let signal): exitOnSecondSignal(signal)
+    case .reload: service.reloadAuthFile()
+    case .timedOut: break grace
+    case .shutdownFinished: continue
+    }
+}
+DispatchQueue.global().async {
+    service.shutdown()
+    Service.shutdownFinished()
+}
+while true {
+    switch Service.waitForSignal(timeout: secondsLeft(configuration.shutdownTimeout)) {
+    case .shutdownFinished:
+        exit(0)
+    case .terminate(let signal):
+        exitOnSecondSignal(signal)
+    case .reload:
+        continue
+    case .timedOut:
+        logger.error("the shutdown did not finish within --shutdown-timeout; exiting",
+                     metadata: ["timeout_s": .stringConvertible(configuration.shutdownTimeout)])
+        exit(1)
+    }
+}

@@ -11,9 +11,12 @@ extension TaskCoordinator {
     {
         let answered = Atomic<Bool>(false)
         let subscription = Locked<UInt64?>(nil)
+        let wait = Locked<UInt64?>(nil)
+        let openWaits = openWaits
         let answer: @Sendable ([Event]) -> Void = { [session] events in
             guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
             if let id = subscription.withLock({ $0 }) { session.feed.unsubscribe(id) }
+            if let id = wait.withLock({ $0 }) { openWaits.remove(id) }
             completion(events)
         }
         if seconds > 0 {
@@ -29,6 +32,10 @@ extension TaskCoordinator {
         fileWork.async { [self] in
             let current = events(of: session, after: seq, limit: limit)
             guard current.isEmpty, seconds > 0 else { return answer(current) }
+            // At shutdown: nothing new yet, as when the wait runs out.
+            guard let id = openWaits.add({ answer([]) }) else { return answer([]) }
+            wait.withLock { $0 = id }
+            if answered.load(ordering: .acquiring) { openWaits.remove(id) }
             clock.execute { [self] in
                 clock.scheduleTimer(at: MonotonicClock.after(seconds: seconds)) { answer([]) }
             }

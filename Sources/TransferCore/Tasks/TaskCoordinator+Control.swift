@@ -18,8 +18,12 @@ extension TaskCoordinator {
             return completion(Result { () throws(Refusal) in try record(session, id) })
         }
         let answered = Atomic<Bool>(false)
+        let wait = Locked<UInt64?>(nil)
+        let openWaits = openWaits
         let answer: @Sendable (TaskRecord) -> Void = { record in
-            if !answered.exchange(true, ordering: .acquiringAndReleasing) { completion(.success(record)) }
+            guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            if let id = wait.withLock({ $0 }) { openWaits.remove(id) }
+            completion(.success(record))
         }
         let alreadyDone: TaskRecord? = session.locked {
             if entry.record.isCompleted { return entry.record }
@@ -27,6 +31,11 @@ extension TaskCoordinator {
             return nil
         }
         if let alreadyDone { return answer(alreadyDone) }
+        let answerNow: @Sendable () -> Void = { answer(session.locked { entry.snapshot }) }
+        guard let id = openWaits.add(answerNow) else { return answerNow() }
+        wait.withLock { $0 = id }
+        // Answered meanwhile (before the id was stored)? Then it is no longer open.
+        if answered.load(ordering: .acquiring) { openWaits.remove(id) }
         let clock = clock
         clock.execute {
             clock.scheduleTimer(at: MonotonicClock.after(seconds: seconds)) {

@@ -41,6 +41,8 @@ package final class TaskCoordinator: @unchecked Sendable {
     let outputCommitter = OutputCommitter()
     /// Running tasks' reported changes, stored a moment later, together.
     let pendingChanges = PendingChangeFlush<(TaskEntry, SessionState)>()
+    /// Long-polls in progress, answered early at shutdown (`endWaits`).
+    let openWaits = OpenWaits()
 
     package struct Limits: Sendable {
         /// Largest response body a data task may keep.
@@ -77,6 +79,10 @@ package final class TaskCoordinator: @unchecked Sendable {
         clock = EventLoop(name: "service-timers")
         clock.start()
     }
+
+    /// Answers every long-poll now with what there is (and any new one at once): the first step
+    /// of a shutdown, so their clients get an answer before connections close.
+    package func endWaits() { openWaits.end() }
 
     package func shutdown() {
         // Webhook bookkeeping waiting for its batch is stored while the store is still open.

@@ -33,6 +33,8 @@ public struct RawSettings: Sendable {
     public var maxBytesPerSecond: String?
     public var maxRunningTransfers: String?
     public var sseHeartbeat: String?
+    public var shutdownGrace: String?
+    public var shutdownTimeout: String?
 
     public init() {}
 }
@@ -142,6 +144,20 @@ public enum ConfigurationResolver {
         }
         configuration.maxRunningTransfers = try integer(pick(raw.maxRunningTransfers, "--max-running-transfers", "TRANSFERD_MAX_RUNNING_TRANSFERS"),
                                                         configuration.maxRunningTransfers, 1...1_000_000)
+        // `--shutdown-grace` may be 0 (no grace); `--shutdown-timeout` counts from the signal, so
+        // it must leave room after the grace.
+        if let grace = pick(raw.shutdownGrace, "--shutdown-grace", "TRANSFERD_SHUTDOWN_GRACE") {
+            guard let value = parseDuration(grace.value), value <= 3600 else {
+                throw ConfigurationError("invalid \(grace.name) '\(grace.value)': expected a duration such as 5s (0 for none)")
+            }
+            configuration.shutdownGrace = value
+        }
+        configuration.shutdownTimeout = try seconds(pick(raw.shutdownTimeout, "--shutdown-timeout", "TRANSFERD_SHUTDOWN_TIMEOUT"),
+                                                    configuration.shutdownTimeout)
+        guard configuration.shutdownGrace < configuration.shutdownTimeout else {
+            throw ConfigurationError("--shutdown-grace (\(configuration.shutdownGrace)s) must be shorter than --shutdown-timeout "
+                                     + "(\(configuration.shutdownTimeout)s), which counts from the signal")
+        }
         return configuration
     }
 

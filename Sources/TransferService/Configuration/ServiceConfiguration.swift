@@ -25,6 +25,11 @@ public struct ServiceConfiguration: Sendable {
     /// Seconds between Server-Sent Events heartbeats (comments that keep proxies from closing a
     /// quiet stream).
     public var sseHeartbeat: Double = 15
+    /// After SIGTERM/SIGINT: how long `/readyz` answers 503 while everything else is still
+    /// served, for load balancers to notice, before the listener closes.
+    public var shutdownGrace: Double = 0
+    /// From the signal, how long the whole shutdown may take before the process exits anyway.
+    public var shutdownTimeout: Double = 25
     /// How often expired things are swept.
     public var sweepInterval: Double = 600
     /// Largest blob `POST /v1/blobs` accepts (413 beyond).

@@ -6,15 +6,38 @@ extension Service {
     public enum Signal {
         case terminate(Int32)
         case reload
+        /// `shutdownFinished()` was called (SIGUSR1, which the process sends itself).
+        case shutdownFinished
+        /// The timeout passed first.
+        case timedOut
     }
 
-    /// Blocks the calling thread until one of its signals arrives. Call `blockSignals` before any
-    /// thread starts, so that only this `sigwait` sees them.
-    public static func waitForSignal() -> Signal {
+    /// Blocks the calling thread until one of its signals arrives, or `timeout` seconds pass.
+    /// Call `blockSignals` before any thread starts, so that only this thread sees them.
+    public static func waitForSignal(timeout: Double? = nil) -> Signal {
         var set = handledSignals()
         var received: Int32 = 0
-        while sigwait(&set, &received) != 0 {}
-        return received == SIGHUP ? .reload : .terminate(received)
+        if let timeout {
+            var wait = timespec(tv_sec: Int(timeout), tv_nsec: Int((timeout - timeout.rounded(.down)) * 1e9))
+            while true {
+                received = sigtimedwait(&set, nil, &wait)
+                if received >= 0 { break }
+                if errno == EAGAIN { return .timedOut }
+            }
+        } else {
+            while sigwait(&set, &received) != 0 {}
+        }
+        switch received {
+        case SIGHUP: return .reload
+        case SIGUSR1: return .shutdownFinished
+        default: return .terminate(received)
+        }
+    }
+
+    /// Wakes the thread in `waitForSignal` with `.shutdownFinished`, from the thread that ran
+    /// `shutdown`: the waiting thread can then still act on a second signal meanwhile.
+    public static func shutdownFinished() {
+        kill(getpid(), SIGUSR1)
     }
 
     /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and every thread it creates later,
@@ -34,6 +57,7 @@ extension Service {
         sigaddset(&set, SIGTERM)
         sigaddset(&set, SIGINT)
         sigaddset(&set, SIGHUP)
+        sigaddset(&set, SIGUSR1)
         return set
     }
 

@@ -106,11 +106,19 @@ public final class Service: Sendable {
         ])
     }
 
-    /// Stops accepting, lets in-flight responses finish, stops transfers (keeping what they
-    /// wrote, for background tasks to continue at the next start), commits what is pending.
-    public func shutdown() {
+    /// The first moment of a shutdown: `/readyz` answers 503 at once, so load balancers stop
+    /// sending, while every other request is still served (`--shutdown-grace`).
+    public func beginShutdown() {
         readiness.markStopping()
+    }
+
+    /// Answers open long-polls with what there is, stops accepting, lets in-flight responses
+    /// finish and ends event streams, stops transfers (keeping what they wrote, for background
+    /// tasks to continue at the next start), commits what is pending.
+    public func shutdown() {
+        beginShutdown()
         logger.info("shutting down", metadata: ["open_connections": .stringConvertible(server.openConnections)])
+        coordinator.endWaits()
         server.shutdown()
         engine.shutdown()
         coordinator.fileWork.sync(flags: .barrier) {}
@@ -150,7 +158,7 @@ public final class Service: Sendable {
         mallopt(M_MMAP_THRESHOLD, 128 * 1024)
     }
 
-    private static func currentDirectory() -> String {
+    static func currentDirectory() -> String {
         var buffer = [CChar](repeating: 0, count: 4096)
         guard getcwd(&buffer, buffer.count) != nil else { return "." }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

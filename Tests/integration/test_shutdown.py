@@ -1,0 +1,125 @@
+"""Graceful shutdown (README "Running it"): on SIGTERM `/readyz` answers 503 at once while requests
+are still served through `--shutdown-grace`; open long-polls are answered, not cut off; a running
+download of a background session is kept and continues with Range after the restart; a second
+signal exits at once; `--shutdown-timeout` bounds it all. And `--check-config`, which checks
+without starting."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+
+import pytest
+
+from support.api import assert_success, create_session, create_task, download, wait_progress, wait_task
+from support.transferd import run_transferd
+
+MiB = 1 << 20
+
+
+def test_readiness_turns_503_at_once_while_requests_are_served_through_the_grace(start_transferd, api_token):
+    td = start_transferd("--shutdown-grace", "2s", api_token=api_token)
+    sid = create_session(td)
+    started = time.monotonic()
+    td.process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 1
+    while td.get("/readyz", token=None).status_code != 503:
+        assert time.monotonic() < deadline, "readiness still 200 a second after SIGTERM"
+        time.sleep(0.02)
+    # Still served, new connections included, for the grace.
+    assert td.get(f"/v1/sessions/{sid}").status_code == 200
+    assert td.get("/healthz", token=None).status_code == 200
+    assert td.wait(timeout=10) == 0
+    assert time.monotonic() - started >= 2, "the grace was kept"
+
+
+def test_an_open_long_poll_is_answered_at_shutdown(transferd, origin):
+    sid = create_session(transferd)
+    task = create_task(transferd, sid, download(origin.url(f"/bytes/{4 * MiB}?rate=100000")))
+    answers: dict[str, object] = {}
+
+    def poll(name: str, path: str) -> None:
+        response = transferd.get(path, timeout=30)
+        answers[name] = (response.status_code, response.json())
+
+    pollers = [threading.Thread(target=poll, args=("task", f"/v1/sessions/{sid}/tasks/{task['id']}?wait=60")),
+               threading.Thread(target=poll, args=("events", f"/v1/sessions/{sid}/events?after=1000000&wait=60"))]
+    for p in pollers:
+        p.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    transferd.process.send_signal(signal.SIGTERM)
+    for p in pollers:
+        p.join(timeout=15)
+    assert time.monotonic() - started < 10, "answered at shutdown, not after the 60 s wait"
+    status, body = answers["task"]
+    assert status == 200 and body["id"] == task["id"] and body["state"] != "completed", body
+    status, body = answers["events"]
+    assert status == 200 and body["events"] == [], body
+    assert transferd.wait(timeout=10) == 0
+
+
+def test_a_download_running_at_sigterm_continues_after_the_restart(transferd, origin):
+    sid = create_session(transferd, mode="background")
+    task = create_task(transferd, sid, download(origin.url(f"/bytes/{3 * MiB}?seed=sd&rate={MiB}")))
+    wait_progress(transferd, sid, task["id"], 1 * MiB)
+    assert transferd.stop(timeout=10) == 0
+    transferd.restart()
+    done = assert_success(wait_task(transferd, sid, task["id"]))
+    assert done["result"]["size"] == 3 * MiB
+    assert "range" in origin.requests[-1].headers, "continued with Range"
+
+
+def test_a_second_signal_exits_at_once(start_transferd, api_token):
+    td = start_transferd("--shutdown-grace", "30s", "--shutdown-timeout", "40s", api_token=api_token)
+    td.process.send_signal(signal.SIGTERM)
+    td.wait_for_log(lambda r: "grace" in r.get("msg", ""))
+    started = time.monotonic()
+    td.process.send_signal(signal.SIGTERM)
+    assert td.wait(timeout=5) == 1
+    assert time.monotonic() - started < 3
+    assert any(r.get("msg") == "second signal: exiting at once" for r in td.log_records())
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--shutdown-grace", "30s", "--shutdown-timeout", "20s"], "--shutdown-grace"),
+    (["--shutdown-grace", "soon"], "--shutdown-grace"),
+    (["--shutdown-timeout", "0"], "--shutdown-timeout"),
+])
+def test_bad_shutdown_settings_stop_the_start(flags, message):
+    result = run_transferd(flags)
+    assert result.returncode == 2, result
+    assert message in result.stderr, result.stderr
+
+
+# MARK: --check-config
+
+
+def test_check_config_accepts_a_good_configuration_without_starting(tmp_path):
+    auth = tmp_path / "auth.json"
+    auth.write_text(json.dumps({"principals": [{"name": "ops", "token_sha256": "0" * 64, "role": "admin"}]}))
+    result = run_transferd(["--check-config", "--auth-file", str(auth), "--allow-path", str(tmp_path),
+                            "--data-dir", str(tmp_path / "not-yet" / "data")], default_data_dir=False)
+    assert result.returncode == 0, result
+    assert "configuration OK" in result.stdout, result
+    assert not (tmp_path / "not-yet").exists(), "checking creates nothing"
+
+
+@pytest.mark.parametrize("case", ["auth file", "allow path", "data dir is a file", "flag"])
+def test_check_config_refuses_what_starting_would_refuse(tmp_path, case):
+    args = ["--check-config", "--data-dir", str(tmp_path / "data")]
+    if case == "auth file":
+        (tmp_path / "auth.json").write_text('{"principals": [{"name": "x"}]}')
+        args += ["--auth-file", str(tmp_path / "auth.json")]
+    elif case == "allow path":
+        args += ["--allow-path", str(tmp_path / "missing")]
+    elif case == "data dir is a file":
+        (tmp_path / "data").write_text("not a directory")
+    else:
+        args += ["--max-connections", "many"]
+    result = run_transferd(args, default_data_dir=False)
+    assert result.returncode == 2, result
+    assert result.stderr.strip(), result
+    assert "configuration OK" not in result.stdout
