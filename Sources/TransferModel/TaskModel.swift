@@ -14,7 +14,7 @@ package typealias TaskErrorCode = Lifecycles.TaskErrorCode
 package struct TaskError: Sendable, Equatable {
     package var code: TaskErrorCode
     package var message: String
-    var curlCode: Int?
+    package var curlCode: Int?
     package var resumeData: String?
 
     package init(code: TaskErrorCode, message: String, curlCode: Int? = nil, resumeData: String? = nil) {

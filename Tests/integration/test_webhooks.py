@@ -93,6 +93,11 @@ def test_a_failing_receiver_gets_every_event_in_order_with_the_same_webhook_id(f
     assert [(a["attempt"], a["status"]) for a in attempts] == [(1, 500), (2, 500), (3, 500), (4, 500), (5, 200)]
     assert all(a["error"] == "HTTP 500" and a["next_attempt_at"] for a in attempts[:4])
     assert attempts[4]["error"] is None and attempts[4]["next_attempt_at"] is None
+    # Each failed attempt also logged one line, naming the session, the event and the next try.
+    logged = [r for r in fast.log_records() if r.get("msg") == "webhook delivery failed" and r.get("session") == sid]
+    assert [(str(r["seq"]), str(r["attempt"]), str(r["status"]), r["error"]) for r in logged] == \
+        [("1", str(n), "500", "HTTP 500") for n in range(1, 5)], logged
+    assert all(r["level"] == "warning" and r["event"] == journal[0]["id"] and "retry_in_s" in r for r in logged)
 
 
 def test_retry_after_is_honoured(fast, origin, receiver):

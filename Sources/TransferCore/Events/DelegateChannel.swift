@@ -2,6 +2,7 @@ import Dispatch
 import Lifecycles
 import Reactor
 import TransferEngine
+import Logging
 import TransferModel
 
 /// Pushes one session's events to its delegate as a `DeliveryLifecycle` says: the channel offers
@@ -200,6 +201,14 @@ final class DelegateChannel: @unchecked Sendable {
         }
         var retryDelay: Double?
         for case .scheduleRetry(_, let delay) in actions { retryDelay = delay }
+        if status.map({ !(200..<300).contains($0) }) ?? true {
+            var metadata: Logger.Metadata = ["session": .string(session.identifier), "event": .string(event.id),
+                                             "seq": .stringConvertible(event.seq), "attempt": .stringConvertible(attempt),
+                                             "error": .string(outcome.failure?.message ?? status.map { "HTTP \($0)" } ?? "no response")]
+            if let status { metadata["status"] = .stringConvertible(status) }
+            if let retryDelay { metadata["retry_in_s"] = .stringConvertible((retryDelay * 10).rounded() / 10) }
+            coordinator.logger.warning("webhook delivery failed", metadata: metadata)
+        }
         noteProgress(DeliveryAttempt(event, attempt: attempt, outcome: outcome,
                                      nextAttemptAt: retryDelay.map { Timestamp.now().adding(seconds: $0) }))
         perform(actions)

@@ -3,6 +3,7 @@ import Glibc
 import Lifecycles
 import Reactor
 import TransferEngine
+import Logging
 import TransferModel
 
 extension TaskCoordinator {
@@ -72,8 +73,9 @@ extension TaskCoordinator {
         let actions = session.locked { step(entry, event) }
         if actions == [.complete(nil)] { return finishSuccessfully(outcome, output: output, entry: entry, in: session) }
         if case .transferFailed(_, .retry(let delay)) = event, actions.contains(.releaseOutput), let ending {
-            logger.info("retrying", metadata: ["task": .string("\(session.identifier)/\(record.id)"), "after_s": .stringConvertible(delay),
-                                               "reason": .string(ending.message)])
+            logger.info("retrying", metadata: ["session": .string(session.identifier), "task": .string(record.id),
+                                               "after_s": .stringConvertible(delay), "reason": .string(ending.message),
+                                               "attempts": .stringConvertible(record.metrics.attempts)])
         }
         perform(actions, of: entry, in: session, output: output, ending: ending)
     }
@@ -175,6 +177,15 @@ extension TaskCoordinator {
         done.digestCheckpoint = nil
         if done.error == nil && done.progress.bytesExpectedToReceive < 0 {
             done.progress.bytesExpectedToReceive = done.progress.bytesReceived
+        }
+        // A failure gets a line of its own, for an operator who greps the log rather than the
+        // API; a cancellation is what a client asked for, not a failure.
+        if let error = done.error, error.code != .cancelled {
+            var metadata: Logger.Metadata = ["session": .string(session.identifier), "task": .string(done.id),
+                                             "code": .string(error.code.rawValue), "error": .string(error.message),
+                                             "attempts": .stringConvertible(done.metrics.attempts)]
+            if let curl = error.curlCode { metadata["curl_code"] = .stringConvertible(curl) }
+            logger.warning("task failed", metadata: metadata)
         }
         // A spooled body is needed no more once its task completed.
         let completed = done
