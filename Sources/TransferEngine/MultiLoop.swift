@@ -271,6 +271,7 @@ final class MultiLoop: @unchecked Sendable {
         let message = errorBuffer.map { String(cString: $0) } ?? ""
         errorBuffer?.deallocate()
         let outcome = transfer.outcome(curlCode: code, errorDetail: message.isEmpty ? detail : message)
+        if code == CURLE_OK { dropConnectionWithLeftovers(easy) }
         curl_multi_remove_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
         if let list = transfer.headerList { curl_slist_free_all(list) }
         transfer.headerList = nil

@@ -364,7 +364,8 @@ final class Transfer: @unchecked Sendable {
                 outcome.failure = TransferFailure(failure.code, failure.message, curlCode: Int(code.rawValue))
             } else {
                 outcome.failure = CurlErrorMapping.failure(code, detail: errorDetail,
-                                                           certificateRequested: serverRequestedClientCertificate && finalResponse == nil)
+                                                           certificateRequested: serverRequestedClientCertificate && finalResponse == nil,
+                                                           inHead: finalResponse == nil)
             }
         } else if credentialsRefused {
             outcome.failure = TransferFailure(.userAuthenticationRequired, "the origin refused the session's credentials (HTTP 401)")
