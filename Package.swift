@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        // The Public Suffix List, for the cookies a session keeps.
+        .systemLibrary(name: "CPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev"])]),
 
         // epoll threads with timers and cross-thread wake-ups; shared by the HTTP server and the
         // curl engine so neither depends on the other.
@@ -50,7 +52,7 @@ let package = Package(
         .target(name: "Lifecycles"),
 
         // libcurl multi loops, admission per session and host, the transfer of bytes.
-        .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "Digests", "Lifecycles", "Reactor"]),
+        .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "CPSL", "Digests", "Lifecycles", "Reactor"]),
 
         // Sessions, tasks, events, configuration and resume data as values, with their encoding
         // and the validation of client input. Knows no HTTP status, socket, store or thread.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing transferd needs, and only what is missing:
-#   build:  libcurl4-openssl-dev, libsqlite3-dev, libssl-dev (Debian packages)
+#   build:  libcurl4-openssl-dev, libsqlite3-dev, libssl-dev, libpsl-dev (Debian packages)
 #   test:   the Python packages the integration tests use (pip): pytest, requests, pyyaml,
 #           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis, crc32c (an
 #           implementation of CRC-32C to check transferd's against); for the deployment
@@ -35,7 +35,7 @@ pip_install() {
   python3 -m pip install -q "$@" 2>/dev/null || python3 -m pip install -q --break-system-packages "$@"
 }
 
-apt_install libcurl4-openssl-dev libsqlite3-dev libssl-dev
+apt_install libcurl4-openssl-dev libsqlite3-dev libssl-dev libpsl-dev
 
 if [ "$what" = test ]; then
   missing=()

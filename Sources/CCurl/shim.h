@@ -31,6 +31,7 @@ static inline CURLcode transferd_easy_getinfo_long(CURL *h, CURLINFO i, long *v)
 static inline CURLcode transferd_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode transferd_easy_getinfo_string(CURL *h, CURLINFO i, char **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode transferd_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode transferd_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *v) { return curl_easy_getinfo(h, i, v); }
 
 typedef int (*transferd_multi_socket_callback)(CURL *, curl_socket_t, int, void *, void *);
 typedef int (*transferd_multi_timer_callback)(CURLM *, long, void *);

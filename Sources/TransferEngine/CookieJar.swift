@@ -90,7 +90,7 @@ struct CookieJar {
     }
 
     /// Stores a Set-Cookie received from `url`; ignores what RFC 6265 says a user agent must ignore
-    /// (no name, a Domain the host is not in, a Secure cookie over http, control characters, too
+    /// (no name, a Domain the host is not in or that is a public suffix, a Secure cookie over http, control characters, too
     /// large). A cookie that arrives expired deletes the one it names.
     mutating func store(_ header: String, from url: URLParts, now: Int64) {
         guard header.utf8.count <= CookieJar.maxCookieBytes,
@@ -114,8 +114,11 @@ struct CookieJar {
                 var domain = val.lowercased()
                 if domain.hasPrefix(".") { domain.removeFirst() }
                 guard !domain.isEmpty else { continue }
-                // The host must be in the domain, and a domain of one label (`com`) is refused.
-                guard CookieJar.domainMatches(url.host, domain), domain.contains(".") || domain == url.host else { return }
+                // The host must be in the domain, and the domain must not be a public suffix
+                // (`com`, `co.uk`, `github.io`): RFC 6265 §5.3 steps 5–6.
+                guard CookieJar.domainMatches(url.host, domain), PublicSuffixList.acceptsCookieDomain(domain, from: url.host) else { return }
+                // A public suffix that is the host itself makes a host-only cookie (step 5).
+                guard domain != url.host || !PublicSuffixList.isPublicSuffix(domain) else { continue }
                 cookie.domain = domain
                 cookie.hostOnly = false
             case "path": if val.hasPrefix("/") { cookie.path = val }

@@ -69,13 +69,15 @@ extension EasyConfigurator {
         _ = transferd_easy_setopt_ptr(h, CURLOPT_SSL_CTX_DATA, Unmanaged.passUnretained(transfer).toOpaque())
     }
 
-    /// The session's credential for the task's URL. `CURLOPT_UNRESTRICTED_AUTH` off: curl sends
+    /// The session's credential for the request's URL. `CURLOPT_UNRESTRICTED_AUTH` off: curl sends
     /// it only while the request goes to the same scheme, host and port as the first one, so a
-    /// redirect elsewhere never carries it (nor a custom `Authorization` or `Cookie` header).
+    /// redirect elsewhere never carries it (nor a custom `Authorization` or `Cookie` header). A
+    /// redirect to where the session holds another credential starts over there
+    /// (`Transfer+Redirect.swift`), and this picks that one.
     private static func configureCredential(_ h: UnsafeMutableRawPointer, _ transfer: Transfer) {
         let credentials = transfer.session.settings.credentials
         _ = transferd_easy_setopt_long(h, CURLOPT_UNRESTRICTED_AUTH, 0)
-        guard !credentials.isEmpty, let url = URLParts(transfer.spec.url),
+        guard !credentials.isEmpty, let url = URLParts(transfer.requestURL),
               let credential = Credential.best(for: url, in: credentials) else { return }
         transfer.credential = credential
         switch credential.scheme {

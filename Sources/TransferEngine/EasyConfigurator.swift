@@ -12,7 +12,7 @@ enum EasyConfigurator {
         let h = UnsafeMutableRawPointer(easy)
         let spec = transfer.spec
         let me = Unmanaged.passUnretained(transfer).toOpaque()
-        _ = transferd_easy_setopt_string(h, CURLOPT_URL, spec.url)
+        _ = transferd_easy_setopt_string(h, CURLOPT_URL, transfer.requestURL)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_PRIVATE, me)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_SHARE, UnsafeRawPointer(share))
@@ -24,7 +24,7 @@ enum EasyConfigurator {
         _ = transferd_easy_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = transferd_easy_setopt_string(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         _ = transferd_easy_setopt_long(h, CURLOPT_FOLLOWLOCATION, spec.followRedirects ? 1 : 0)
-        _ = transferd_easy_setopt_long(h, CURLOPT_MAXREDIRS, spec.maxRedirects)
+        _ = transferd_easy_setopt_long(h, CURLOPT_MAXREDIRS, max(0, spec.maxRedirects - transfer.redirectsBefore))
         configureSession(h, transfer)
 
         // Idle timeout: no byte moved for `idleTimeout`, watched by the loop's sweep
@@ -44,9 +44,9 @@ enum EasyConfigurator {
         _ = transferd_easy_setopt_data_cb(h, CURLOPT_HEADERFUNCTION, headerCallback)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_HEADERDATA, me)
 
-        configureMethodAndBody(h, spec, transfer.files.body, transfer)
+        configureMethodAndBody(h, transfer.requestMethod, transfer.sendsBody ? transfer.files.body : .none, transfer)
         var list: UnsafeMutablePointer<curl_slist>?
-        for (name, value) in spec.headers { list = curl_slist_append(list, "\(name): \(value)") }
+        for (name, value) in transfer.requestHeaders { list = curl_slist_append(list, "\(name): \(value)") }
         for (name, value) in transfer.files.headers { list = curl_slist_append(list, "\(name): \(value)") }
         if let resume = transfer.files.resume {
             _ = transferd_easy_setopt_string(h, CURLOPT_RANGE, "\(resume.offset)-")
@@ -56,14 +56,14 @@ enum EasyConfigurator {
         transfer.headerList = list
     }
 
-    private static func configureMethodAndBody(_ h: UnsafeMutableRawPointer, _ spec: TransferSpec, _ body: RequestBodySource,
+    private static func configureMethodAndBody(_ h: UnsafeMutableRawPointer, _ method: String, _ body: RequestBodySource,
                                                _ transfer: Transfer)
     {
-        switch spec.method {
+        switch method {
         case "GET": break
         case "HEAD": _ = transferd_easy_setopt_long(h, CURLOPT_NOBODY, 1)
         case "POST" where isStreamed(body), "PUT" where isStreamed(body): break
-        default: _ = transferd_easy_setopt_string(h, CURLOPT_CUSTOMREQUEST, spec.method)
+        default: _ = transferd_easy_setopt_string(h, CURLOPT_CUSTOMREQUEST, method)
         }
         switch body {
         case .none:
@@ -80,7 +80,7 @@ enum EasyConfigurator {
             // Streamed through CURLOPT_READFUNCTION; the seek callback rewinds it when curl must
             // send it again (a 307/308 redirect, an authentication round).
             let total = curl_off_t(body.totalLength)
-            switch spec.method {
+            switch method {
             case "POST":
                 _ = transferd_easy_setopt_long(h, CURLOPT_POST, 1)
                 _ = transferd_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, total)

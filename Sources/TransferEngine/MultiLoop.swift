@@ -111,8 +111,16 @@ final class MultiLoop: @unchecked Sendable {
         runningCount += 1
         sizeConnectionCache()
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
-        errorBuffer[0] = 0
         errorBuffers[ObjectIdentifier(transfer)] = errorBuffer
+        guard attach(transfer, easy, errorBuffer: errorBuffer) else { return }
+        transfer.observer.transferStarted(transfer.handle)
+    }
+
+    /// Configures the transfer's easy handle for its request and hands it to the multi handle;
+    /// false when curl refused it (the transfer is finished then).
+    private func attach(_ transfer: Transfer, _ easy: OpaquePointer, errorBuffer: UnsafeMutablePointer<CChar>) -> Bool {
+        let q = transfer.session
+        errorBuffer[0] = 0
         var buffer = bufferSize
         pacer.refreshGroups(of: q)
         if pacer.paces(q) {
@@ -128,9 +136,25 @@ final class MultiLoop: @unchecked Sendable {
         let rc = curl_multi_add_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
         guard rc == CURLM_OK else {
             finish(transfer, code: CURLE_FAILED_INIT, detail: "curl_multi_add_handle: \(rc.rawValue)")
-            return
+            return false
         }
-        transfer.observer.transferStarted(transfer.handle)
+        return true
+    }
+
+    /// A redirect curl was not left to follow (`Transfer.restartsForCredential`): the same easy
+    /// handle starts again at its target. curl_easy_reset(3) keeps the handle's cookies, so those
+    /// set along the redirects so far go on with it, as they would in curl's own follow; it loses
+    /// track of the handle's list of cookie files (64 bytes, see `EasyHandlePool`), a price paid
+    /// at most once per redirect the task may follow.
+    private func restart(_ transfer: Transfer, _ easy: OpaquePointer, at redirect: CredentialRedirect) {
+        curl_multi_remove_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
+        if let list = transfer.headerList { curl_slist_free_all(list) }
+        transfer.headerList = nil
+        curl_easy_reset(UnsafeMutableRawPointer(easy))
+        pacer.forget(transfer)
+        transfer.beginRedirect(redirect)
+        guard let errorBuffer = errorBuffers[ObjectIdentifier(transfer)] else { return }
+        _ = attach(transfer, easy, errorBuffer: errorBuffer)
     }
 
     /// Ends an admitted transfer that cannot start (`failure`) or was stopped while its files were
@@ -239,10 +263,15 @@ final class MultiLoop: @unchecked Sendable {
 
     func finish(_ transfer: Transfer, code: CURLcode, detail: String) {
         guard let easy = transfer.easy else { return }
+        if let redirect = transfer.pendingRedirect {
+            transfer.pendingRedirect = nil
+            if transfer.stopReason == nil && code == CURLE_WRITE_ERROR { return restart(transfer, easy, at: redirect) }
+        }
         let errorBuffer = errorBuffers.removeValue(forKey: ObjectIdentifier(transfer))
         let message = errorBuffer.map { String(cString: $0) } ?? ""
         errorBuffer?.deallocate()
         let outcome = transfer.outcome(curlCode: code, errorDetail: message.isEmpty ? detail : message)
+        if code == CURLE_OK { dropConnectionWithLeftovers(easy) }
         curl_multi_remove_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
         if let list = transfer.headerList { curl_slist_free_all(list) }
         transfer.headerList = nil

@@ -18,10 +18,10 @@ extension Transfer {
     }
 
     /// RFC 9110 §15.5.2: a 401 to a request that carried the credentials means they were refused.
-    /// curl offers them only on the task's own scheme, host and port, so a 401 from elsewhere after
-    /// a redirect is just a response.
+    /// curl offers them only on the request's own scheme, host and port, so a 401 from elsewhere
+    /// after a redirect is just a response.
     var credentialsRefused: Bool {
         guard credential != nil, let response = finalResponse, response.status == 401 else { return false }
-        return URLParts(response.url)?.hostKey == URLParts(spec.url)?.hostKey
+        return URLParts(response.url)?.hostKey == URLParts(requestURL)?.hostKey
     }
 }

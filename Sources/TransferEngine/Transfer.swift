@@ -25,8 +25,15 @@ final class Transfer: @unchecked Sendable {
     var pacer: Pacer?
     /// Paused by the pacer (not idle: the idle timeout does not count this time).
     var isPaused = false
-    /// The credential offered to the task's host, if any.
+    /// The credential offered to the request's host, if any.
     var credential: Credential?
+    /// This request: the task's URL and method, or a redirect's that curl was not left to follow
+    /// (`Transfer+Redirect.swift`), with the redirects followed before it.
+    var requestURL: String
+    var requestMethod: String
+    var sendsBody = true
+    var redirectsBefore = 0
+    var pendingRedirect: CredentialRedirect?
     /// The easy handle has curl's cookie engine on (the pool keeps such handles apart).
     var usesCookieEngine = false
     /// Why the transfer could not even start (the session's TLS files are unreadable, its files
@@ -51,7 +58,7 @@ final class Transfer: @unchecked Sendable {
     private var bodySent: Int64 = 0
 
     // Response tracking.
-    private var collector = ResponseCollector()
+    var collector = ResponseCollector()
     private(set) var finalResponse: ResponseHead?
     private(set) var resumedAtOffset: Int64?
     private(set) var restartedFromZero = false
@@ -66,7 +73,7 @@ final class Transfer: @unchecked Sendable {
     var blockedAddress: String?
     /// The server asked for a client certificate in a TLS handshake of this transfer.
     var serverRequestedClientCertificate = false
-    private var writeFailure: TransferFailure?
+    var writeFailure: TransferFailure?
     private var readFailure: TransferFailure?
     var stopReason: StopReason?
     /// Admitted, its files being opened off the loop (`MultiLoop.start`): it holds its slot but no
@@ -80,6 +87,8 @@ final class Transfer: @unchecked Sendable {
         self.session = session
         self.counters = counters
         priority = handle.spec.priority
+        requestURL = handle.spec.url
+        requestMethod = handle.spec.method
         files = TransferFiles(body: handle.spec.body, output: handle.spec.output, resume: handle.spec.resume)
     }
 
@@ -235,13 +244,13 @@ final class Transfer: @unchecked Sendable {
     /// A whole response head arrived: informational, a redirect curl will follow, or the final one.
     private func headComplete(status: Int, headers: [(String, String)]) -> Bool {
         if status < 200 { return true }
-        let head = ResponseHead(status: status, headers: headers, url: effectiveURL ?? spec.url)
+        let head = ResponseHead(status: status, headers: headers, url: effectiveURL ?? requestURL)
         storeCookies(of: head)
         if spec.followRedirects, [301, 302, 303, 307, 308].contains(status),
            let location = head.header("location"), let target = URLParts.resolve(location, against: head.url)
         {
             observer.transferRedirected(handle, from: head.url, to: target, status: status)
-            return true
+            return !restartsForCredential(to: target, status: status)
         }
         handle.setPhase(.transferring)
         if let resume = files.resume, !acceptResumedResponse(head, resume: resume) { return false }
@@ -336,7 +345,10 @@ final class Transfer: @unchecked Sendable {
         }
         outcome.bytesSent = bodySent
         outcome.bytesExpectedToSend = files.body.totalLength
-        if let easy { outcome.metrics = CurlInfo.metrics(easy) }
+        if let easy {
+            outcome.metrics = CurlInfo.metrics(easy)
+            outcome.metrics.redirectCount += redirectsBefore
+        }
         if let stopReason {
             outcome.failure = TransferFailure(stopReason == .resourceTimeout ? .timedOut : .cancelled,
                                               stopReason == .resourceTimeout ? "the task's resource timeout passed" : "stopped")
@@ -352,7 +364,8 @@ final class Transfer: @unchecked Sendable {
                 outcome.failure = TransferFailure(failure.code, failure.message, curlCode: Int(code.rawValue))
             } else {
                 outcome.failure = CurlErrorMapping.failure(code, detail: errorDetail,
-                                                           certificateRequested: serverRequestedClientCertificate && finalResponse == nil)
+                                                           certificateRequested: serverRequestedClientCertificate && finalResponse == nil,
+                                                           inHead: finalResponse == nil)
             }
         } else if credentialsRefused {
             outcome.failure = TransferFailure(.userAuthenticationRequired, "the origin refused the session's credentials (HTTP 401)")

@@ -39,6 +39,31 @@ struct CookieJarTests {
         #expect(jar([header]).cookies.isEmpty)
     }
 
+    /// RFC 6265 §5.3 step 5, by the Public Suffix List (libpsl): a Domain that is a public suffix
+    /// is refused, however many labels it has.
+    @Test(arguments: [
+        ("https://www.example.co.uk/", "co.uk"), ("https://user.github.io/", "github.io"),
+        ("https://a.b.example.com/", "com"), ("https://x.s3.amazonaws.com/", "s3.amazonaws.com"),
+    ])
+    func aPublicSuffixDomainIsRefused(url: String, domain: String) {
+        #expect(jar(["a=1; Domain=\(domain)"], from: URLParts(url)!).cookies.isEmpty)
+        #expect(jar(["a=1; Domain=.\(domain)"], from: URLParts(url)!).cookies.isEmpty)
+    }
+
+    @Test func aRegistrableDomainUnderAPublicSuffixIsKept() throws {
+        let c = try #require(jar(["a=1; Domain=example.co.uk"], from: URLParts("https://www.example.co.uk/")!).cookies.first)
+        #expect(c.domain == "example.co.uk" && !c.hostOnly)
+        let d = try #require(jar(["a=1; Domain=user.github.io"], from: URLParts("https://user.github.io/")!).cookies.first)
+        #expect(d.domain == "user.github.io" && !d.hostOnly)
+    }
+
+    /// Step 5's exception: a Domain that is a public suffix and the host itself gives a host-only
+    /// cookie, never one for the suffix's other hosts.
+    @Test func aPublicSuffixThatIsTheHostIsHostOnly() throws {
+        let c = try #require(jar(["a=1; Domain=github.io"], from: URLParts("https://github.io/")!).cookies.first)
+        #expect(c.domain == "github.io" && c.hostOnly)
+    }
+
     @Test func anExpiredCookieDeletesTheOneItNames() {
         var j = jar(["a=1; Path=/", "b=2; Path=/"])
         _ = j.takeChanged()

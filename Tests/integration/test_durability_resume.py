@@ -155,6 +155,63 @@ def test_altered_resume_data_is_refused(transferd, origin, change):
     assert [t["id"] for t in transferd.get(f"/v1/sessions/{sid}/tasks").json()["tasks"]] == [cancelled["id"]]
 
 
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+FIELDS = {"version": 1, "url": "http://127.0.0.1:1/x", "validator": "\"v\"", "offset": 1, "partial": "p",
+          "destination": None, "origin": "s/t", "signature": "0" * 64}
+MALFORMED_TOKENS = {
+    "empty": "",
+    "spaces": "   ",
+    "not_base64": "!!!*** not base64 ***",
+    "base64_of_binary": b64(bytes(range(256))),
+    "base64_of_text": b64(b"resume me, please"),
+    "base64_of_invalid_utf8_json": b64(b'{"version":1,"url":"\xff\xfe"}'),
+    "json_array": b64(b"[1, 2, 3]"),
+    "json_string": b64(b'"token"'),
+    "json_null": b64(b"null"),
+    "json_empty_object": b64(b"{}"),
+    "json_deep": b64(b"[" * 10_000 + b"]" * 10_000),
+    "wrong_types": b64(json.dumps({**FIELDS, "offset": "1", "version": "1"}).encode()),
+    "negative_offset": b64(json.dumps({**FIELDS, "offset": -1}).encode()),
+    "huge_offset": b64(json.dumps({**FIELDS, "offset": 2 ** 70}).encode()),
+    "duplicate_keys": b64(b'{"version":1,"version":1}'),
+    "large": b64(json.dumps({**FIELDS, "url": "http://127.0.0.1/" + "a" * 45_000}).encode()),  # under maxLength
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED_TOKENS)
+def test_malformed_resume_data_is_refused(transferd, name):
+    """Whatever arrives as resume_data — garbage, other JSON, wrong types, huge — is the same 422,
+    and transferd keeps serving."""
+    sid = create_session(transferd)
+    response = post_task(transferd, sid, {"kind": "download", "resume_data": MALFORMED_TOKENS[name]})
+    assert_problem(response, 422, "resume_data_invalid")
+    assert transferd.get("/v1/sessions/" + sid).status_code == 200
+    assert transferd.get(f"/v1/sessions/{sid}/tasks").json()["tasks"] == []
+
+
+def test_huge_resume_data_is_refused_by_its_length(transferd):
+    """Over the schema's maxLength (64 KiB) the token is not even read: 422 naming the field."""
+    sid = create_session(transferd)
+    huge = b64(json.dumps({**FIELDS, "url": "http://127.0.0.1/" + "a" * 600_000}).encode())
+    assert_problem(post_task(transferd, sid, {"kind": "download", "resume_data": huge}), 422, "validation_failed",
+                   field="resume_data")
+
+
+def test_truncated_resume_data_is_refused(transferd, origin):
+    sid = create_session(transferd)
+    cancelled, token = cancel_for_resume_data(transferd, origin, sid, f"/bytes/{2 * MiB}?seed=tr&rate={MiB}", 256 * 1024)
+    decoded = base64.b64decode(token)
+    for cut in [token[:-1], token[:-4], token[:len(token) // 2], token[:8], b64(decoded[:-1]), b64(decoded[:len(decoded) // 2])]:
+        assert_problem(post_task(transferd, sid, {"kind": "download", "resume_data": cut}), 422, "resume_data_invalid")
+    # The whole token still works: the refusals took nothing from it.
+    resumed = run_task(transferd, sid, {"kind": "download", "resume_data": token})
+    assert_success(resumed)
+    assert resumed["result"]["sha256"] == Origin.expected_sha256(2 * MiB, "tr")
+
+
 def test_failed_download_carries_resume_data_to_continue_from(transferd, origin):
     sid = create_session(transferd, configuration={"retry": {"max_attempts": 1}})
     size = 2 * MiB

@@ -1,6 +1,7 @@
 """Cookies per session (the session configuration's `cookies`, `POST …/reset|flush`,
 `GET …/cookies`): kept per session and never shared, durable for default and background sessions,
-memory only for ephemeral ones, by the session's accept and send policy."""
+memory only for ephemeral ones, by the session's accept and send policy; a Domain that is a public
+suffix (by the Public Suffix List, libpsl) is refused."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from support.api import (assert_problem, assert_success, create_session, data, get_session, run_task, session_path,
                          wait_for)
 from support.origin import Origin
+from support.proxy import TestProxy
 
 
 def echo(td, sid, url) -> dict:
@@ -191,3 +193,33 @@ def test_deleting_a_session_deletes_its_stored_cookies(transferd, origin):
     create_session(transferd, sid)
     assert stored_cookie_rows(transferd, sid) == 0
     assert echo(transferd, sid, origin.url("/cookies/echo")) == {}
+
+
+# Host names under public suffixes, reached through a proxy that forwards them to the origin.
+SUFFIX_HOSTS = {"www.example.co.uk", "www.elsewhere.co.uk", "user.github.io", "other.github.io"}
+
+
+@pytest.mark.parametrize("host,suffix,elsewhere", [("www.example.co.uk", "co.uk", "www.elsewhere.co.uk"),
+                                                   ("user.github.io", "github.io", "other.github.io")])
+def test_a_cookie_for_a_public_suffix_is_refused(transferd, origin, host, suffix, elsewhere):
+    """RFC 6265 §5.3 step 5: `Domain=co.uk` would reach every site under co.uk; the session's jar
+    refuses it (and keeps a cookie for the registrable domain under it)."""
+    with TestProxy(hosts=SUFFIX_HOSTS) as proxy:
+        sid = create_session(transferd, configuration={"proxy": {"url": proxy.url}})
+        base = f"http://{host}:{origin.port}"
+        set_cookies(transferd, sid, f"{base}/cookies/set?wide=1&domain={suffix}")
+        set_cookies(transferd, sid, f"{base}/cookies/set?site=1&domain={host}")
+        assert {(c["name"], c["domain"], c["host_only"]) for c in listing(transferd, sid)} == {("site", host, False)}
+        assert echo(transferd, sid, f"http://{elsewhere}:{origin.port}/cookies/echo") == {}
+        assert echo(transferd, sid, f"{base}/cookies/echo") == {"site": "1"}
+
+
+def test_a_public_suffix_cookie_set_on_a_redirect_is_not_sent_on_the_next_hop(transferd, origin):
+    """Within one transfer curl's cookie engine carries cookies along redirects; Debian's libcurl
+    links libpsl and refuses a public-suffix Domain there too."""
+    with TestProxy(hosts=SUFFIX_HOSTS) as proxy:
+        sid = create_session(transferd, configuration={"proxy": {"url": proxy.url}})
+        target = f"http://www.elsewhere.co.uk:{origin.port}/cookies/echo"
+        task = set_cookies(transferd, sid, f"http://www.example.co.uk:{origin.port}/cookies/set?wide=1&domain=co.uk&redirect={target}")
+        assert transferd.get(session_path(sid) + f"/tasks/{task['id']}/body").json()["cookies"] == {}
+        assert listing(transferd, sid) == []

@@ -1,5 +1,6 @@
 """Credentials per session (the session configuration's `credentials`): basic, digest and bearer,
-offered only to their host — never to another host or port after a redirect — a refusal ending
+offered only to their host — never to another host or port after a redirect, and chosen again for
+each redirect's target, so a redirect to a host (or path) with its own credential carries that one — a refusal ending
 the task with `user_authentication_required`, and secrets never shown, logged, or (for an
 ephemeral session) written."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -75,6 +77,10 @@ def test_the_most_specific_credential_wins(transferd, origin):
                          ids=["basic", "bearer"])
 def test_no_authorization_at_another_host_or_port_after_a_redirect(transferd, origin, credential, second_host):
     with Origin() as second:
+        # For the same host the credential names the first port: one without a port is the
+        # host's on every port, so it would be chosen for the target too (see below).
+        if second_host == "127.0.0.1":
+            credential = {**credential, "port": origin.port}
         sid = create_session(transferd, configuration={"credentials": [credential]})
         target = f"http://{second_host}:{second.port}/echo"
         task = assert_success(run_task(transferd, sid, data(origin.url(f"/redirect-to?url={target}"))))
@@ -83,6 +89,73 @@ def test_no_authorization_at_another_host_or_port_after_a_redirect(transferd, or
         assert origin.requests[0].headers.get("Authorization") is not None
         assert [r.headers.get("Authorization") for r in second.requests] == [None]
         assert body(transferd, sid, task)["headers"].get("authorization") is None
+
+
+def basic_header(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+@pytest.mark.parametrize("scheme", ["basic", "digest"])
+def test_the_targets_credential_is_sent_after_a_redirect_to_another_port(transferd, origin, scheme):
+    """curl alone offers only the first URL's credential, and only there; transferd picks the
+    credential for every redirect's URL."""
+    with Origin() as second:
+        sid = create_session(transferd, configuration={"credentials": [
+            basic(password="first", port=origin.port), basic(password="second", port=second.port, scheme=scheme)]})
+        target = f"http://127.0.0.1:{second.port}/auth/{scheme}?user=alice&pass=second"
+        task = assert_success(run_task(transferd, sid, data(origin.url(f"/redirect-to?url={quote(target, safe='')}"))))
+        assert task["response"]["status"] == 200
+        # (curl 7.88 counts digest's second request, the answer to the challenge, as a redirect.)
+        assert task["metrics"]["redirect_count"] == (1 if scheme == "basic" else 2)
+        assert body(transferd, sid, task) == {"authenticated": True, "scheme": scheme, "user": "alice"}
+        assert origin.requests[0].headers.get("Authorization") == basic_header("alice", "first")
+        sent = [r.headers.get("Authorization") or "" for r in second.requests]
+        assert all("first" not in value and value != basic_header("alice", "first") for value in sent)
+
+
+def test_the_targets_credential_is_sent_after_a_redirect_to_another_host(transferd, origin):
+    """127.0.0.1 → localhost: the credential for localhost goes to localhost, 127.0.0.1's stays."""
+    sid = create_session(transferd, configuration={"credentials": [
+        basic(password="first"), basic(password="second", host="localhost")]})
+    target = f"http://localhost:{origin.port}/auth/basic?user=alice&pass=second"
+    task = assert_success(run_task(transferd, sid, data(origin.url(f"/redirect-to?url={quote(target, safe='')}"))))
+    assert body(transferd, sid, task)["authenticated"] is True
+    assert [r.headers.get("Authorization") for r in origin.requests] == [basic_header("alice", "first"),
+                                                                         basic_header("alice", "second")]
+
+
+def test_a_host_wide_credential_follows_a_redirect_to_another_port_of_its_host(transferd, origin):
+    """A credential without a port applies to its host on any port, however the URL was reached."""
+    with Origin() as second:
+        sid = create_session(transferd, configuration={"credentials": [basic()]})
+        target = quote(second.url("/auth/basic?user=alice&pass=wonder"), safe="")
+        task = assert_success(run_task(transferd, sid, data(origin.url(f"/redirect-to?url={target}"))))
+        assert body(transferd, sid, task)["authenticated"] is True
+        assert [r.headers.get("Authorization") for r in second.requests] == [basic_header("alice", "wonder")]
+
+
+def test_a_redirect_into_a_path_prefix_gets_its_credential_and_out_of_it_loses_it(transferd, origin):
+    """Same host and port: the credential is the one for each hop's path."""
+    sid = create_session(transferd, configuration={"credentials": [basic(password="wonder", path_prefix="/auth")]})
+    task = assert_success(run_task(transferd, sid, data(origin.url("/redirect-to?url=/auth/basic%3Fuser%3Dalice%26pass%3Dwonder"))))
+    assert body(transferd, sid, task)["authenticated"] is True
+    assert [r.headers.get("Authorization") for r in origin.requests] == [None, basic_header("alice", "wonder")]
+    origin.reset_stats()
+    sid = create_session(transferd, configuration={"credentials": [basic(password="wonder", path_prefix="/redirect-to")]})
+    task = assert_success(run_task(transferd, sid, data(origin.url("/redirect-to?url=/echo"))))
+    assert body(transferd, sid, task)["headers"].get("authorization") is None
+    assert [r.headers.get("Authorization") for r in origin.requests] == [basic_header("alice", "wonder"), None]
+
+
+def test_a_307_to_another_credential_keeps_the_method_and_body(transferd, origin):
+    with Origin() as second:
+        sid = create_session(transferd, configuration={"credentials": [basic(password="second", port=second.port)]})
+        target = quote(f"http://127.0.0.1:{second.port}/echo", safe="")
+        task = assert_success(run_task(transferd, sid, {"kind": "data", "request": {
+            "url": origin.url(f"/redirect-to?status=307&url={target}"), "method": "POST", "body": {"text": "hello"}}}))
+        echo = body(transferd, sid, task)
+        assert (echo["method"], echo["body_text"]) == ("POST", "hello")
+        assert echo["headers"]["authorization"] == basic_header("alice", "second")
 
 
 def test_custom_authorization_and_cookie_headers_stay_with_the_first_host(transferd, origin):

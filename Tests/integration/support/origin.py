@@ -61,7 +61,18 @@ content; `Origin.validators(n, seed, etag)` the `(ETag, Last-Modified)` it sends
   qop=auth, realm "transferd-test") — 200 JSON `{"authenticated": true, ...}` when the credentials
   match, else 401 JSON with the WWW-Authenticate challenge.
 `/slow-headers?delay=S` — waits S seconds before the status line, then 200 JSON.
+`/endless-headers?one_line=1` — a 200 status line, then header fields that never end (a new
+  1 KiB `X-Filler-N` field every write, or with `one_line=1` a single field whose value never
+  ends), until the client closes or 64 MiB are sent; never an empty line, never a body.
+`/not-http` — `hello, this is no HTTP response` and a newline, no status line, then closes.
+`/gzip-bomb?size=N&no_length=1` — `Content-Encoding: gzip` of N zero bytes (default 10 GiB): gzip
+  members of 64 MiB of zeros each (about 64 KiB compressed), so 10 GiB is about 10 MiB on the wire;
+  Content-Length is sent unless `no_length=1` (then the body ends when the connection closes).
 Anything else is 404; a bad query value is 400.
+
+`SilentListener()` is not an HTTP server: a TCP listener on 127.0.0.1 that accepts connections and
+never sends a byte (a TLS handshake to it never completes, a request never gets a status line);
+`url(path, scheme="https")`, `connections_accepted`.
 
 Request bodies a route does not read are drained, except when the client waits for
 `100 Continue`: then the route answers at once and closes the connection. Routes that read the body
@@ -79,6 +90,7 @@ from __future__ import annotations
 import base64
 import fcntl
 import functools
+import gzip
 import hashlib
 import hmac
 import itertools
@@ -824,6 +836,9 @@ class _OriginHandler(LoopbackHandler):
         (re.compile(r"/auth/bearer"), "_route_auth_bearer", False),
         (re.compile(r"/auth/digest"), "_route_auth_digest", False),
         (re.compile(r"/slow-headers"), "_route_slow_headers", False),
+        (re.compile(r"/endless-headers"), "_route_endless_headers", False),
+        (re.compile(r"/gzip-bomb"), "_route_gzip_bomb", False),
+        (re.compile(r"/not-http"), "_route_not_http", False),
     )
 
     record: RequestRecord | None = None  # of the request being handled
@@ -1130,6 +1145,104 @@ class _OriginHandler(LoopbackHandler):
         delay = _query_number(self.query, "delay", 1.0, float)
         self.pause(delay)
         self.send_json({"delayed": delay})
+
+    # hostile responses
+
+    def _route_endless_headers(self, _match) -> None:
+        """A head that never ends: as much as the client will read, up to ENDLESS_HEADER_LIMIT."""
+        self.close_connection = True
+        one_line = _query_flag(self.query, "one_line")
+        sent = 0
+        try:
+            self.connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + (b"X-Endless: " if one_line else b""))
+            while sent < ENDLESS_HEADER_LIMIT and not self.server.stopping.is_set():
+                piece = b"a" * 1024 if one_line else b"X-Filler-%d: %s\r\n" % (sent, b"a" * 1000)
+                self.connection.sendall(piece)
+                sent += len(piece)
+        except OSError:
+            pass  # the client gave up: what the scenario is for
+        self.record.bytes_sent = sent
+
+    def _route_not_http(self, _match) -> None:
+        self.close_connection = True
+        self.connection.sendall(b"hello, this is no HTTP response\r\n")
+
+    def _route_gzip_bomb(self, _match) -> None:
+        size = _query_number(self.query, "size", 10 << 30)
+        member = _gzip_zeros_member()
+        count = max(1, -(-size // GZIP_MEMBER_ZEROS))
+        headers = [("Content-Encoding", "gzip"), ("Content-Type", "application/octet-stream")]
+        self.send_response(200)
+        for name, value in headers:
+            self.send_header(name, value)
+        if _query_flag(self.query, "no_length"):
+            self.close_connection = True
+            self.send_header("Connection", "close")
+        else:
+            self.send_header("Content-Length", str(count * len(member)))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        try:
+            for _ in range(count):
+                self.write_body(member)
+        except OSError:
+            self.close_connection = True
+
+
+ENDLESS_HEADER_LIMIT = 64 << 20
+GZIP_MEMBER_ZEROS = 64 << 20
+
+
+@functools.cache
+def _gzip_zeros_member() -> bytes:
+    """One gzip member holding GZIP_MEMBER_ZEROS zero bytes; members concatenate (RFC 1952 §2.2)."""
+    return gzip.compress(bytes(GZIP_MEMBER_ZEROS), compresslevel=9, mtime=0)
+
+
+class SilentListener:
+    """Accepts TCP connections on 127.0.0.1 and never sends a byte; see the module docstring."""
+
+    __test__ = False
+
+    def __init__(self) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(16)
+        self._accepted: list[socket.socket] = []
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._socket.getsockname()[1]
+
+    def url(self, path: str = "/", scheme: str = "https") -> str:
+        return f"{scheme}://127.0.0.1:{self.port}{path}"
+
+    @property
+    def connections_accepted(self) -> int:
+        return len(self._accepted)
+
+    def _accept(self) -> None:
+        self._socket.settimeout(0.05)
+        while not self._stopping.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except (TimeoutError, OSError):
+                continue
+            self._accepted.append(connection)  # held open, unread and unanswered
+
+    def __enter__(self) -> "SilentListener":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._thread.join()
+        for connection in self._accepted:
+            connection.close()
+        self._socket.close()
 
 
 def _md5(text: str) -> str:

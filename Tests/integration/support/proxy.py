@@ -5,6 +5,9 @@ requests (`GET http://127.0.0.1:8000/x HTTP/1.1`) and `CONNECT` tunnels, to 127.
         ...  # a session with {"proxy": {"url": proxy.url}}
         assert proxy.requests[0].method == "GET"
 
+`TestProxy(hosts={"www.example.co.uk"})` also forwards requests for those names to 127.0.0.1 (the
+port kept): a test reaches the origin under any host name, without DNS, as through a real proxy.
+
 Each client connection carries one request (the forwarded request says `Connection: close`, so
 the origin closes after its response and the proxy then closes the client side). A target other
 than 127.0.0.1 is answered `403` without connecting anywhere. `requests` records every request
@@ -67,6 +70,8 @@ class _Handler(socketserver.BaseRequestHandler):
         self._relay(client, upstream, forwarded + rest)
 
     def _connect(self, client: socket.socket, host: str, port: int) -> socket.socket | None:
+        if host in self.server.proxy.hosts:
+            host = "127.0.0.1"
         if host != "127.0.0.1":
             client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             return None
@@ -106,7 +111,8 @@ class _Server(socketserver.ThreadingTCPServer):
 class TestProxy:
     __test__ = False  # not a pytest test class
 
-    def __init__(self) -> None:
+    def __init__(self, hosts: set[str] | frozenset[str] = frozenset()) -> None:
+        self.hosts = frozenset(hosts)
         self._server = _Server(self)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._lock = threading.Lock()

@@ -1,0 +1,23 @@
+import CCurl
+import Glibc
+
+/// Bytes an origin sends past the end of an HTTP/1.x response (a Content-Length shorter than
+/// what it sends) are not part of that response (RFC 9112 §6.3) and not a response of their
+/// own: nothing was asked yet. curl 7.88 reads a body only up to its Content-Length and keeps
+/// the connection, so the next request on it — another task's — would read those bytes as its
+/// answer ("Received HTTP/0.9 when not allowed"). A connection kept idle with bytes waiting is
+/// shut down instead (shutdown(2), not close(2): the descriptor stays curl's), so curl finds it
+/// closed (its liveness check, `Curl_connalive`, sees end of file) and opens a fresh one.
+extension MultiLoop {
+    func dropConnectionWithLeftovers(_ easy: OpaquePointer) {
+        // HTTP/2 and HTTP/3 multiplex: bytes waiting there are frames, not leftovers.
+        let version = CurlInfo.long(easy, CURLINFO_HTTP_VERSION)
+        guard version == CURL_HTTP_VERSION_1_0 || version == CURL_HTTP_VERSION_1_1 else { return }
+        var fd: curl_socket_t = -1
+        guard transferd_easy_getinfo_socket(UnsafeMutableRawPointer(easy), CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK, fd >= 0 else { return }
+        var byte: UInt8 = 0
+        if recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0 {
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
+    }
+}
