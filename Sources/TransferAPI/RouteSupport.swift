@@ -22,7 +22,7 @@ enum RouteSupport {
         do {
             return try JSONParser.parse(request.body)
         } catch {
-            throw Refusal(.malformed, error.tooDeep ? "json_too_deep" : "invalid_json",
+            throw Refusal(.malformed, error.tooDeep ? "json_too_deep" : error.tooComplex ? "json_too_complex" : "invalid_json",
                           "the body is not valid JSON: \(error.message) at byte \(error.offset)")
         }
     }

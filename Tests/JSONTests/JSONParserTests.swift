@@ -45,6 +45,15 @@ struct JSONParserTests {
         #expect(!malformed.tooDeep)
     }
 
+    /// Up to `maxContainers` objects and arrays parse; one more is refused as too complex.
+    @Test func containersBeyondTheLimitAreTooComplex() throws {
+        let within = "[" + Array(repeating: "[]", count: JSONParser.maxContainers - 1).joined(separator: ",") + "]"
+        #expect(throws: Never.self) { try parse(within) }
+        let beyond = "[" + Array(repeating: "{}", count: JSONParser.maxContainers).joined(separator: ",") + "]"
+        let failure = try #require(throws: JSONParser.Failure.self) { try parse(beyond) }
+        #expect(failure.tooComplex && !failure.tooDeep)
+    }
+
     /// Duplicate names are found whether the object is small (scanned) or large (a set), at any
     /// position, and a large object of distinct names parses whole.
     @Test(arguments: [2, JSONParser.scannedMembers, JSONParser.scannedMembers + 1, 50_000])

@@ -275,3 +275,12 @@ def test_batch_with_duplicate_ids_is_409_and_creates_nothing(transferd, origin):
 def test_batch_shape_is_checked(shared_transferd, body):
     sid = create_session(shared_transferd)
     assert_problem(shared_transferd.post(tasks_path(sid) + ":batch", json=body), 422)
+
+
+def test_json_of_more_than_131072_objects_and_arrays_is_json_too_complex(transferd):
+    sid = create_session(transferd)
+    body = ("[" + ",".join(["[]"] * 131_072) + "]").encode()  # 131,073 arrays, 384 KiB
+    problem = assert_problem(transferd.post(f"/v1/sessions/{sid}/tasks:batch", data=body,
+                                            headers={"Content-Type": "application/json"}), 400, "json_too_complex")
+    assert "131072" in problem["detail"], problem
+    assert task_list(transferd, sid) == []
