@@ -46,6 +46,9 @@ public final class HTTPServer: Sendable {
             worker.loop.execute { worker.closeAll() }
             worker.loop.stopAndJoin()
         }
+        // Workers and `shared` refer to each other: a server shut down kept all of it, its loops'
+        // descriptors included, for the life of the process (LeakSanitizer found).
+        shared.setWorkers([])
     }
 
     private static func listen(on address: SocketAddress) throws(ServerStartError) -> (Int32, SocketAddress) {

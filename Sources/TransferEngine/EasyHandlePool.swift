@@ -28,11 +28,22 @@ struct EasyHandlePool {
             return
         }
         if cookieEngine { _ = transferd_easy_setopt_ptr(h, CURLOPT_COOKIEFILE, nil) }
+        // The reset keeps the handle on its session's share (libcurl resets options, and the
+        // share is not one): the share of a session removed meanwhile could not be freed while
+        // an idle handle still used it, and leaked (LeakSanitizer found).
+        _ = transferd_easy_setopt_ptr(h, CURLOPT_SHARE, nil)
         curl_easy_reset(h)
         if cookieEngine {
             idleWithCookieEngine.append(easy)
         } else {
             idle.append(easy)
         }
+    }
+
+    /// Frees the idle handles: their loop is done with them.
+    mutating func removeAll() {
+        for easy in idle + idleWithCookieEngine { curl_easy_cleanup(UnsafeMutableRawPointer(easy)) }
+        idle = []
+        idleWithCookieEngine = []
     }
 }

@@ -35,6 +35,10 @@ final class EngineShared: Sendable {
     /// Called once, by the engine, before any work is submitted.
     func attach(_ all: [MultiLoop]) { loops.withLock { $0 = all } }
 
+    /// Called once, by the engine, after its loops stopped: the loops refer to this object, so
+    /// keeping them here kept an engine that was shut down alive for good (LeakSanitizer found).
+    func detach() { loops.withLock { $0 = [] } }
+
     /// Takes a running slot if one is free.
     func acquireSlot() -> Bool {
         var current = running.load(ordering: .relaxed)

@@ -48,6 +48,18 @@ final class MultiLoop: @unchecked Sendable {
         loop.start()
     }
 
+    /// An engine shut down and let go leaked its multi, pooled easy handles and shares (found by
+    /// LeakSanitizer). Nothing of this loop calls curl any more once this object goes; the
+    /// callbacks are unset first so the cleanup's goodbyes to its sockets do not come back here.
+    deinit {
+        _ = transferd_multi_setopt_socket_cb(UnsafeMutableRawPointer(multi), nil)
+        _ = transferd_multi_setopt_timer_cb(UnsafeMutableRawPointer(multi), nil)
+        curl_multi_cleanup(UnsafeMutableRawPointer(multi))
+        pool.removeAll()
+        for share in Array(shares.values) + retiredShares { curl_share_cleanup(UnsafeMutableRawPointer(share)) }
+        for buffer in errorBuffers.values { buffer.deallocate() }
+    }
+
     // MARK: sessions (loop thread; admission is in MultiLoop+Admission.swift)
 
     /// Forgets a session's queue and cookie jar once nothing of it runs.
@@ -259,6 +271,14 @@ final class MultiLoop: @unchecked Sendable {
         stopped.wait()
         let deadline = MonotonicClock.after(seconds: limit)
         while undelivered.load(ordering: .acquiring) > 0 && MonotonicClock.now() < deadline { usleep(1000) }
+    }
+
+    /// After the loop's thread ended (`TransferEngine.shutdown`): forgets the sessions. Their
+    /// cookie storage is the core, which holds the engine, which holds this loop: kept, an engine
+    /// shut down stayed alive with its core and every session's queue (LeakSanitizer found).
+    func forgetSessions() {
+        sessions = [:]
+        admission = LoopAdmission()
     }
 
     func finish(_ transfer: Transfer, code: CURLcode, detail: String) {

@@ -100,6 +100,8 @@ public final class TransferEngine: Sendable {
     public func shutdown() {
         for loop in loops { loop.stopAllAndWait() }
         for loop in loops { loop.loop.stopAndJoin() }
+        for loop in loops { loop.forgetSessions() }
+        loops.first?.shared.detach()
     }
 
     /// FNV-1a of the identifier: stable across restarts, so a session lands on the same loop.

@@ -11,6 +11,7 @@ struct EasyHandlePoolTests {
     /// few rounds is what counts: a leak shows in every round, noise not.
     @Test func reusingACookieHandleLeavesNothingAllocated() {
         var pool = EasyHandlePool()
+        defer { pool.removeAll() }
         let uses = 2_000
         var growth: [Int] = []
         for _ in 0..<5 {

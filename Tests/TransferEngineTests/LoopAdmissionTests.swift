@@ -3,9 +3,18 @@ import Testing
 
 /// The order in which a loop starts waiting transfers: sessions in turn, priority within a
 /// session, discretionary sessions only when allowed. No transfer runs: `next` only picks.
-struct LoopAdmissionTests {
+final class LoopAdmissionTests {
     /// A loop to hang handles on (its thread idles; nothing is submitted to it).
     static let loop = MultiLoop(index: 99, policy: NetworkPolicy(), shared: EngineShared(maxRunning: 10, maxBytesPerSecond: nil))
+    /// The queues a test made: a transfer `next` picked counts as running in its queue, which it
+    /// refers to, until it finishes; finished here, or LeakSanitizer reports each such pair.
+    private var queues: [SessionQueue] = []
+
+    deinit {
+        for q in queues {
+            for t in q.runningList { q.finished(t) }
+        }
+    }
 
     final class Ignoring: TransferObserver, @unchecked Sendable {
         func transferStarted(_ handle: TransferHandle) {}
@@ -18,6 +27,7 @@ struct LoopAdmissionTests {
         var spec = TransferSpec(label: label, session: queue.identifier, url: "http://127.0.0.1:9/\(label)")
         spec.priority = priority
         spec.sequence = sequence
+        if !queues.contains(where: { $0 === queue }) { queues.append(queue) }
         return Transfer(handle: TransferHandle(spec: spec, loop: Self.loop), observer: Ignoring(), policy: NetworkPolicy(),
                         session: queue, counters: LoopCounters())
     }

@@ -9,7 +9,7 @@ package final class SessionState: @unchecked Sendable {
     package let identifier: String
     package let mode: SessionMode
     package let createdAt: Timestamp
-    private let mutex = Locked(())
+    private let mutex = Lock()
 
     // Guarded by the lock.
     package var configuration: SessionConfiguration
@@ -63,7 +63,7 @@ package final class SessionState: @unchecked Sendable {
 
     @inline(__always)
     package func locked<T>(_ body: () throws -> T) rethrows -> T {
-        try mutex.withLock { _ in try body() }
+        try mutex.withLock { try body() }
     }
 
     /// Adds a task to memory (lock held).
