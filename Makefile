@@ -5,7 +5,7 @@ ARGS     ?=
 SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 
-.PHONY: run build deps test unit integration deploy-check crash bench clean
+.PHONY: run build deps test unit integration deploy-check crash bench fuzz clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -17,11 +17,14 @@ build: deps
 deps:
 	@scripts/install-deps.sh build
 
-## make test: every test — Swift unit and in-process server tests, then the integration tests
-## that run the release binary against real servers started by the tests themselves.
+## make test: every test — Swift unit and in-process server tests, each fuzz target for
+## FUZZ_CI_SECONDS, then the integration tests that run the release binary against real servers
+## started by the tests themselves.
+FUZZ_CI_SECONDS ?= 8
 test: build
 	@scripts/install-deps.sh test
 	$(SWIFT) test
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_CI_SECONDS)
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
 
 unit: deps
@@ -49,5 +52,11 @@ BENCHES ?= http downloads uploads webhooks restart memory small
 bench: build
 	@for b in $(BENCHES); do echo "== bench/$$b.sh"; bench/$$b.sh || exit 1; done
 
+## make fuzz: build the libFuzzer targets (Sources/Fuzz*) and run each for SECONDS seconds from
+## its seed corpus, printing each one's execution count; fails on a crash (Tests/fuzz/README.md).
+SECONDS ?= 60
+fuzz: deps
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(SECONDS)
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz
