@@ -5,9 +5,9 @@ import HTTPServer
 /// parses it, BodyDecoder decodes the body that follows (Content-Length or chunked). The first
 /// input byte sets the size of the pieces the bytes arrive in; the rest is the connection.
 ///
-/// Properties: reading in pieces gives the same outcome as reading at once (head length, framing,
-/// body bytes, bytes consumed), since a server reads whatever the socket had; every count stays
-/// within the input; the body delivered is exactly `received` bytes.
+/// Properties: reading in pieces gives the same outcome as reading at once (head length, leading
+/// empty lines, body bytes, bytes consumed), since a server reads whatever the socket had; every
+/// count stays within the input; the body delivered is exactly `received` bytes.
 @main enum FuzzHTTPRequest {
     static func main() {
         fuzzMain { input in
