@@ -5,7 +5,7 @@ ARGS     ?=
 SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 
-.PHONY: run build deps test unit integration sanitize asan tsan deploy-check crash bench clean
+.PHONY: run build deps test unit integration sanitize asan tsan deploy-check crash bench fuzz clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -20,12 +20,15 @@ deps:
 ## make test: every test — Swift unit and in-process server tests, then the same tests under
 ## AddressSanitizer and ThreadSanitizer (`make sanitize`, both in full: they fit CI's budget, about
 ## 7 minutes together on 2 cores from empty scratch paths: ASan 3 min build + 40 s tests, TSan
-## 2.5 min + 45 s), then the integration tests that run the release binary against real servers
-## started by the tests themselves.
+## 2.5 min + 45 s), each fuzz target for FUZZ_CI_SECONDS (a 2-minute build, then 8 s each), then
+## the integration tests that run the release binary against real servers started by the tests
+## themselves.
+FUZZ_CI_SECONDS ?= 8
 test: build
 	@scripts/install-deps.sh test
 	$(SWIFT) test
 	$(MAKE) sanitize
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_CI_SECONDS)
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
 
 unit: deps
@@ -67,5 +70,11 @@ BENCHES ?= http downloads uploads webhooks restart memory small hostile
 bench: build
 	@for b in $(BENCHES); do echo "== bench/$$b.sh"; bench/$$b.sh || exit 1; done
 
+## make fuzz: build the libFuzzer targets (Sources/Fuzz*) and run each for SECONDS seconds from
+## its seed corpus, printing each one's execution count; fails on a crash (Tests/fuzz/README.md).
+SECONDS ?= 60
+fuzz: deps
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(SECONDS)
+
 clean:
-	rm -rf .build .build-asan .build-tsan
+	rm -rf .build .build-asan .build-tsan .build-fuzz

@@ -102,6 +102,17 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestSupport"),
 
+        // libFuzzer targets, one per parser (Tests/fuzz/README.md). Built with -sanitize=fuzzer
+        // and -DFUZZING by `make fuzz`; a plain build makes them replayers of input files.
+        .target(name: "FuzzSupport"),
+        .executableTarget(name: "FuzzHTTPRequest", dependencies: ["FuzzSupport", "HTTPServer"]),
+        .executableTarget(name: "FuzzJSON", dependencies: ["FuzzSupport", "JSON"]),
+        .executableTarget(name: "FuzzResumeData", dependencies: ["FuzzSupport", "TransferModel"]),
+        .executableTarget(name: "FuzzMultipart", dependencies: ["FuzzSupport", "JSON", "TransferCore", "TransferEngine", "TransferModel"]),
+        .executableTarget(name: "FuzzAuthFile", dependencies: ["FuzzSupport", "TransferAPI", "TransferCore"]),
+        .executableTarget(name: "FuzzSessionConfiguration", dependencies: ["FuzzSupport", "JSON", "TransferModel"]),
+        .executableTarget(name: "FuzzTaskCreation", dependencies: ["FuzzSupport", "JSON", "TransferEngine", "TransferModel"]),
+
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "DigestsTests", dependencies: ["Digests"]),
         .testTarget(name: "LifecyclesTests", dependencies: ["Lifecycles"]),

@@ -4,10 +4,10 @@ import TransferModel
 /// A `multipart/form-data` body (RFC 7578) around a file: the text fields first, then the file
 /// part, streamed from disk between a head and a tail held in memory. Its length is exact, so it
 /// goes out with a `Content-Length`.
-struct MultipartBody {
+package struct MultipartBody {
     let spec: MultipartSpec
     let defaultFilename: String
-    let boundary: String
+    package let boundary: String
 
     package init(spec: MultipartSpec, defaultFilename: String) {
         self.spec = spec
@@ -18,7 +18,7 @@ struct MultipartBody {
 
     var contentType: String { "multipart/form-data; boundary=\(boundary)" }
 
-    func wrap(_ content: BodySegment) -> [BodySegment] {
+    package func wrap(_ content: BodySegment) -> [BodySegment] {
         var head = ""
         for field in spec.fields {
             head += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(MultipartBody.quote(field.name))\"\r\n\r\n\(field.value)\r\n"
@@ -30,16 +30,19 @@ struct MultipartBody {
     }
 
     /// RFC 7578 §4.2: in a quoted name, `"`, CR and LF are percent-encoded (as browsers do).
+    /// By Unicode scalar, not Character: CRLF is one Character, as is a quote followed by a
+    /// combining mark, and matching Characters let both through into the part's header (found by
+    /// FuzzMultipart).
     static func quote(_ s: String) -> String {
-        var out = ""
-        for ch in s {
-            switch ch {
-            case "\"": out += "%22"
-            case "\r": out += "%0D"
-            case "\n": out += "%0A"
-            default: out.append(ch)
+        var out = String.UnicodeScalarView()
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out.append(contentsOf: "%22".unicodeScalars)
+            case "\r": out.append(contentsOf: "%0D".unicodeScalars)
+            case "\n": out.append(contentsOf: "%0A".unicodeScalars)
+            default: out.append(scalar)
             }
         }
-        return out
+        return String(out)
     }
 }
