@@ -1,9 +1,10 @@
+import Reactor
 import Synchronization
 
 /// What `/readyz` reports: each component registers a named check, and the service is ready when
 /// all of them pass and it is not shutting down.
 package final class Readiness: Sendable {
-    private let checks = Mutex<[(String, @Sendable () -> Bool)]>([])
+    private let checks = Locked<[(String, @Sendable () -> Bool)]>([])
     private let stopping = Atomic<Bool>(false)
 
     package init() {}

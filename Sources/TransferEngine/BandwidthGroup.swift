@@ -7,7 +7,7 @@ import Synchronization
 /// `BandwidthGroupResolver` (a principal's `max_bytes_per_second`, say).
 public final class BandwidthGroup: Sendable {
     public let name: String
-    private let bucket: Mutex<TokenBucket>
+    private let bucket: Locked<TokenBucket>
     /// Read by every read callback of an upload it paces, so kept out of the lock.
     private let piece: Atomic<Int>
 
@@ -17,7 +17,7 @@ public final class BandwidthGroup: Sendable {
         self.name = name
         let bucket = TokenBucket(bytesPerSecond: bytesPerSecond, now: MonotonicClock.now())
         piece = Atomic(bucket.pieceSize)
-        self.bucket = Mutex(bucket)
+        self.bucket = Locked(bucket)
     }
 
     public var bytesPerSecond: Int64 { bucket.withLock { Int64($0.rate) } }

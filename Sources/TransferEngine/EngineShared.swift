@@ -1,4 +1,5 @@
 import Dispatch
+import Reactor
 import Synchronization
 
 /// What the loops of one engine share: the cap on transfers running at once, the count of
@@ -17,7 +18,7 @@ final class EngineShared: Sendable {
     let bandwidthGroups: (any BandwidthGroupResolver)?
     private let running = Atomic<Int>(0)
     private let urgentWaiting = Atomic<Int>(0)
-    private let loops = Mutex<[MultiLoop]>([])
+    private let loops = Locked<[MultiLoop]>([])
     /// Where the search for a waiting loop starts next, so waiting loops are served in turn.
     private let handoffCursor = Atomic<Int>(0)
     /// Where admitted transfers' files are opened, off the loops (`MultiLoop.start`). Below the

@@ -52,7 +52,7 @@ public final class ResponseStream: @unchecked Sendable {
     private let connection: Connection
     private let loop: EventLoop
     private let generation: UInt64
-    private let state = Mutex<(closed: Bool, onTermination: (@Sendable () -> Void)?)>((false, nil))
+    private let state = Locked<(closed: Bool, onTermination: (@Sendable () -> Void)?)>((false, nil))
 
     init(connection: Connection, loop: EventLoop, generation: UInt64) {
         self.connection = connection

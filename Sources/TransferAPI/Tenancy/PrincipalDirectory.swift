@@ -1,4 +1,5 @@
 import Digests
+import Reactor
 import Synchronization
 import TransferCore
 import TransferEngine
@@ -26,7 +27,7 @@ package final class PrincipalDirectory: BandwidthGroupResolver {
         }
     }
 
-    private let current: Mutex<Snapshot>
+    private let current: Locked<Snapshot>
     private let generationCounter = Atomic<UInt64>(0)
     /// The `--api-token` admins: in every snapshot, whatever the file says.
     private let tokenAdmins: [(hash: [UInt8], principal: Principal)]
@@ -42,7 +43,7 @@ package final class PrincipalDirectory: BandwidthGroupResolver {
             (Array(token.utf8).withUnsafeBytes { SHA256Digest.of($0) }, Principal.admin("token-\(i + 1)", roots: roots))
         }
         anonymous = apiTokens.isEmpty && authFile == nil ? Principal.admin("anonymous", roots: roots) : nil
-        current = Mutex(Snapshot(tokenAdmins))
+        current = Locked(Snapshot(tokenAdmins))
         if let authFile { replace(with: authFile) }
     }
 

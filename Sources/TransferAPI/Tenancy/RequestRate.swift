@@ -1,5 +1,4 @@
 import Reactor
-import Synchronization
 
 /// A principal's request budget: a token bucket of `burst` requests, refilled at `rate` a second,
 /// one token per request. Pure arithmetic on a clock reading, so it is tested without waiting.
@@ -50,14 +49,14 @@ struct RequestBucket: Sendable {
 
 /// A principal's bucket, shared by the HTTP loops.
 final class RequestRateLimiter: Sendable {
-    private let bucket: Mutex<RequestBucket>
+    private let bucket: Locked<RequestBucket>
     let policyField: String
     let rate: Double
     let burst: Int
 
     init(rate: Double, burst: Int) {
         let bucket = RequestBucket(rate: rate, burst: burst, now: MonotonicClock.now())
-        self.bucket = Mutex(bucket)
+        self.bucket = Locked(bucket)
         policyField = bucket.policyField
         self.rate = rate
         self.burst = burst

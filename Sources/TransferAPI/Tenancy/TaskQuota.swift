@@ -1,11 +1,11 @@
-import Synchronization
+import Reactor
 import TransferCore
 import TransferModel
 
 /// `max_unfinished_tasks`: creations being committed are counted here until they are in the
 /// sessions' counts, so two concurrent creations cannot both pass the check on the same room.
 final class TaskQuota: Sendable {
-    private let inFlight = Mutex(0)
+    private let inFlight = Locked(0)
 
     /// Reserves room for `count` new tasks, or refuses with 429 `quota_exceeded`. `unfinished` counts
     /// the principal's unfinished tasks now; the returned release must run once the creation ended.
