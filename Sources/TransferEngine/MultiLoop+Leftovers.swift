@@ -8,6 +8,12 @@ import Glibc
 /// answer ("Received HTTP/0.9 when not allowed"). A connection kept idle with bytes waiting is
 /// shut down instead (shutdown(2), not close(2): the descriptor stays curl's), so curl finds it
 /// closed (its liveness check, `Curl_connalive`, sees end of file) and opens a fresh one.
+///
+/// By the time curl reports a transfer done, it may already have handed the kept connection to
+/// the next transfer within the same step, and the bytes waiting are then that transfer's
+/// response; shutting the connection down failed it (it ran again). curl does not say which
+/// transfer holds a reused connection until that one is done, so bytes that begin like a status
+/// line ("HTTP/") are taken for a response and left alone; leftovers of a body are not.
 extension MultiLoop {
     func dropConnectionWithLeftovers(_ easy: OpaquePointer) {
         // HTTP/2 and HTTP/3 multiplex: bytes waiting there are frames, not leftovers.
@@ -15,9 +21,9 @@ extension MultiLoop {
         guard version == CURL_HTTP_VERSION_1_0 || version == CURL_HTTP_VERSION_1_1 else { return }
         var fd: curl_socket_t = -1
         guard transferd_easy_getinfo_socket(UnsafeMutableRawPointer(easy), CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK, fd >= 0 else { return }
-        var byte: UInt8 = 0
-        if recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0 {
-            shutdown(fd, Int32(SHUT_RDWR))
-        }
+        var head = [UInt8](repeating: 0, count: 5)
+        let n = head.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 5, Int32(MSG_PEEK | MSG_DONTWAIT)) }
+        guard n > 0, !head[0..<n].elementsEqual(Array("HTTP/".utf8).prefix(n)) else { return }
+        shutdown(fd, Int32(SHUT_RDWR))
     }
 }
