@@ -13,15 +13,15 @@ final class MultiLoop: @unchecked Sendable {
     let loop: EventLoop
     let policy: NetworkPolicy
     let shared: EngineShared
-    private let multi: OpaquePointer
+    let multi: OpaquePointer
     private var watchers: [Int32: SocketWatcher] = [:]
     private var timer: TimerID?
     private var pool = EasyHandlePool()
     var sessions: [String: SessionQueue] = [:]
     var admission = LoopAdmission()
     let pacer: Pacer
-    private var shares: [String: OpaquePointer] = [:]
-    private var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
+    var shares: [String: OpaquePointer] = [:]
+    var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
     private(set) var runningCount = 0
     /// The urgent waiting count last added to `shared`.
     var publishedUrgentWaiting = 0
@@ -31,7 +31,7 @@ final class MultiLoop: @unchecked Sendable {
     /// Outcomes waiting for a hasher to let go of their file before they reach the observer.
     private let undelivered = Atomic<Int>(0)
     /// The connection cache's size as last set (`sizeConnectionCache`).
-    private var connectionCacheSize = 0
+    var connectionCacheSize = 0
 
     init(index: Int, policy: NetworkPolicy, shared: EngineShared) {
         loop = EventLoop(name: "curl-\(index)")
@@ -130,7 +130,7 @@ final class MultiLoop: @unchecked Sendable {
 
     /// Configures the transfer's easy handle for its request and hands it to the multi handle;
     /// false when curl refused it (the transfer is finished then).
-    private func attach(_ transfer: Transfer, _ easy: OpaquePointer, errorBuffer: UnsafeMutablePointer<CChar>) -> Bool {
+    func attach(_ transfer: Transfer, _ easy: OpaquePointer, errorBuffer: UnsafeMutablePointer<CChar>) -> Bool {
         let q = transfer.session
         errorBuffer[0] = 0
         var buffer = bufferSize
@@ -153,22 +153,6 @@ final class MultiLoop: @unchecked Sendable {
         return true
     }
 
-    /// A redirect curl was not left to follow (`Transfer.restartsForCredential`): the same easy
-    /// handle starts again at its target. curl_easy_reset(3) keeps the handle's cookies, so those
-    /// set along the redirects so far go on with it, as they would in curl's own follow; it loses
-    /// track of the handle's list of cookie files (64 bytes, see `EasyHandlePool`), a price paid
-    /// at most once per redirect the task may follow.
-    private func restart(_ transfer: Transfer, _ easy: OpaquePointer, at redirect: CredentialRedirect) {
-        curl_multi_remove_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
-        if let list = transfer.headerList { curl_slist_free_all(list) }
-        transfer.headerList = nil
-        curl_easy_reset(UnsafeMutableRawPointer(easy))
-        pacer.forget(transfer)
-        transfer.beginRedirect(redirect)
-        guard let errorBuffer = errorBuffers[ObjectIdentifier(transfer)] else { return }
-        _ = attach(transfer, easy, errorBuffer: errorBuffer)
-    }
-
     /// Ends an admitted transfer that cannot start (`failure`) or was stopped while its files were
     /// opened (nil), before it takes a curl handle; its slot goes to the next one.
     private func refuse(_ transfer: Transfer, _ failure: TransferFailure?) {
@@ -178,38 +162,6 @@ final class MultiLoop: @unchecked Sendable {
         transfer.setupFailure = failure
         deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
         admission.offer(q)
-    }
-
-    /// Connections kept however few transfers run.
-    static let connectionCacheFloor = 64
-
-    /// curl sizes its connection cache at four per transfer added unless told otherwise, so a loop
-    /// down to a transfer or two closes all but a handful of the connections a burst opened, and
-    /// the next burst to the same hosts connects again: webhooks to one receiver, up to 16 out at
-    /// once but often only one or two, opened a connection every seven requests. The same rule
-    /// with a floor keeps that many; idle ones still close after curl's `CURLOPT_MAXAGE_CONN`.
-    private func sizeConnectionCache() {
-        let size = max(Self.connectionCacheFloor, 4 * runningCount)
-        guard size != connectionCacheSize else { return }
-        connectionCacheSize = size
-        _ = transferd_multi_setopt_long(UnsafeMutableRawPointer(multi), CURLMOPT_MAXCONNECTS, size)
-    }
-
-    /// Large receive buffers make a lone download write in big pieces (page-cache writes of 1 MiB
-    /// run about twice as fast as 16 KiB ones); with many transfers at once, memory matters more:
-    /// curl allocates the buffer per handle, and 10,000 slow transfers must fit in 1 GiB.
-    private var bufferSize: Int { runningCount <= 32 ? 1 << 20 : 16 * 1024 }
-
-    private func share(for session: String) -> OpaquePointer {
-        if let s = shares[session] { return s }
-        let s = OpaquePointer(curl_share_init()!)
-        // One DNS cache and TLS session cache per session; all its transfers run on this thread,
-        // so the share needs no lock callbacks. Cookies are the session's jar (`SessionQueue`).
-        for data in [CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION] {
-            _ = transferd_share_setopt_long(UnsafeMutableRawPointer(s), CURLSHOPT_SHARE, Int(data.rawValue))
-        }
-        shares[session] = s
-        return s
     }
 
     func stop(_ handle: TransferHandle, reason: StopReason) {
