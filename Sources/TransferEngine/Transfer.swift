@@ -15,6 +15,7 @@ final class Transfer: @unchecked Sendable {
     /// The session's queue: its settings, cookie jar and bandwidth bucket.
     let session: SessionQueue
     private let counters: LoopCounters
+    private let tally: ByteTally?
     var spec: TransferSpec { handle.spec }
     var easy: OpaquePointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -86,6 +87,7 @@ final class Transfer: @unchecked Sendable {
         self.policy = policy
         self.session = session
         self.counters = counters
+        tally = handle.spec.tally
         priority = handle.spec.priority
         requestURL = handle.spec.url
         requestMethod = handle.spec.method
@@ -151,6 +153,7 @@ final class Transfer: @unchecked Sendable {
         }
         received += Int64(data.count)
         counters.received.add(Int64(data.count), ordering: .relaxed)
+        tally?.addReceived(data.count)
         return data.count
     }
 
@@ -213,6 +216,7 @@ final class Transfer: @unchecked Sendable {
         bodySent += Int64(filled)
         handle.setSent(bodySent)
         counters.sent.add(Int64(filled), ordering: .relaxed)
+        tally?.addSent(filled)
         return filled
     }
 
