@@ -14,8 +14,8 @@ final class Transfer: @unchecked Sendable {
     let policy: NetworkPolicy
     /// The session's queue: its settings, cookie jar and bandwidth bucket.
     let session: SessionQueue
-    private let counters: LoopCounters
-    private let tally: ByteTally?
+    let counters: LoopCounters
+    let tally: ByteTally?
     var spec: TransferSpec { handle.spec }
     var easy: OpaquePointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -56,7 +56,7 @@ final class Transfer: @unchecked Sendable {
     // Request body (`.segments`): where the next read starts.
     private var bodySegment = 0
     private var bodySegmentOffset: Int64 = 0
-    private var bodySent: Int64 = 0
+    var bodySent: Int64 = 0
 
     // Response tracking.
     var collector = ResponseCollector()
@@ -347,6 +347,7 @@ final class Transfer: @unchecked Sendable {
         case .memory: outcome.bytesReceived = Int64(memoryBody.count); outcome.body = memoryBody
         case .discard: outcome.bytesReceived = received
         }
+        if case .bytes = files.body, let easy { countWholeBodySent(easy) }
         outcome.bytesSent = bodySent
         outcome.bytesExpectedToSend = files.body.totalLength
         if let easy {
