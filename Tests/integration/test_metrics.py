@@ -1,13 +1,17 @@
 """transferd's own metric families on `/metrics`: each moves as the real work it counts does —
 downloads, uploads and data tasks against a real origin, webhooks to a real receiver, tenants with
-an auth file — and the whole output passes `promtool check metrics`."""
+an auth file — and the whole output passes `promtool check metrics`. The alert rules and the
+Grafana dashboard in deploy/ are checked against what a live transferd exposes."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 
 import pytest
+import yaml
 
 from support.api import (action, assert_success, assert_task_error, create_session, create_task, data, download,
                          get_session, run_task, unique, wait_for, wait_task)
@@ -15,6 +19,7 @@ from support.events import ack, create_delegated_session, read_events
 from support.metrics import metrics_text, promtool, scrape, value, wait_metric
 from support.receiver import WebhookReceiver
 from support.tenants import Principal, write_auth_file
+from support.transferd import REPO_ROOT
 
 ONE_ATTEMPT = {"retry": {"max_attempts": 1}}
 FAST_RETRIES = ("--webhook-retry-schedule", "0,100ms,200ms,300ms,400ms,500ms")
@@ -200,3 +205,60 @@ def test_with_tenants_tasks_and_bytes_count_by_principal(start_transferd, origin
     assert {l.get("principal") for n, l, _ in samples
             if n in ("transferd_tasks_completed_total", "transferd_transfer_bytes_total")} == set(expected)
     check_with_promtool(metrics_text(td))
+
+
+# MARK: deploy/: alert rules and dashboard
+
+ALERTS = REPO_ROOT / "deploy" / "prometheus" / "transferd-alerts.yml"
+DASHBOARD = REPO_ROOT / "deploy" / "grafana" / "transferd-dashboard.json"
+# The series Prometheus records itself for every target it scrapes.
+SCRAPE_SERIES = {"up"}
+PROMQL_WORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: the identifiers left once strings, label
+    matchers, ranges and grouping clauses are gone, other than functions and keywords."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', "", expr)
+    expr = re.sub(r"\{[^}]*\}", "", expr)
+    expr = re.sub(r"\[[^\]]*\]", "", expr)
+    expr = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", expr)
+    return set(re.findall(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\b(?!\s*\()", expr)) - PROMQL_WORDS
+
+
+def exposed(td) -> set[str]:
+    """Every series name a live transferd exposes (histograms' _bucket, _sum and _count too)."""
+    samples, types = scrape(td)
+    return set(types) | {name for name, _, _ in samples}
+
+
+def test_metric_names_are_read_from_promql():
+    assert metric_names('sum by (le) (rate(a_bucket{x="y"}[5m])) / b > 2 * 1024 and on (i) c{d!~"e"}') == \
+        {"a_bucket", "b", "c"}
+
+
+def test_alert_rules_pass_promtool_and_read_only_what_transferd_exposes(transferd):
+    result = subprocess.run([promtool(), "check", "rules", str(ALERTS)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rules = [rule for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
+    assert rules
+    known = exposed(transferd) | SCRAPE_SERIES
+    for rule in rules:
+        assert metric_names(rule["expr"]) <= known, (rule["alert"], metric_names(rule["expr"]) - known)
+
+
+def test_dashboard_parses_and_reads_only_what_transferd_exposes(transferd):
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    assert exprs
+    known = exposed(transferd)
+    read = set().union(*(metric_names(expr) for expr in exprs))
+    assert read <= known, read - known
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            match = re.fullmatch(r"label_values\((\w+), *\w+\)", variable["query"]["query"])
+            assert match and match.group(1) in known, variable
+    # Every family of transferd's own has a panel.
+    families = {name for name, kind in FAMILIES.items() if name.startswith("transferd_")}
+    shown = {name.removesuffix("_bucket") for name in read}
+    assert families <= shown, families - shown
