@@ -187,8 +187,10 @@ def test_with_tenants_tasks_and_bytes_count_by_principal(start_transferd, origin
     alpha = Principal("alpha", "write", namespaces=["com.alpha."])
     beta = Principal("beta", "write", namespaces=["com.beta."])
     watcher = Principal("watcher", "read", namespaces=["com."])
+    beta_reader = Principal("beta-reader", "read", namespaces=["com.beta."])
     ops = Principal("ops", "admin")
-    td = start_transferd("--auth-file", str(write_auth_file(tmp_path / "auth.json", [alpha, beta, watcher, ops])))
+    principals = [watcher, beta_reader, alpha, beta, ops]
+    td = start_transferd("--auth-file", str(write_auth_file(tmp_path / "auth.json", principals)))
     work = [(alpha, "com.alpha.", 1000), (beta, "com.beta.", 2000), (beta, "com.beta.", 3000), (ops, "org.ops.", 4000)]
     for principal, namespace, size in work:
         caller = td.as_caller(principal.token)
@@ -196,7 +198,8 @@ def test_with_tenants_tasks_and_bytes_count_by_principal(start_transferd, origin
         assert_success(run_task(caller, sid, download(origin.url(f"/bytes/{size}"))))
     samples = wait_metric(td, lambda s: value(s, "transferd_tasks_completed_total") == 4, "four completions")
     # The owner of a session is the principal whose namespace holding it is the longest: the
-    # reader of every "com." session owns none of them; sessions no tenant holds are "(admin)".
+    # reader of every "com." session owns none of them; of two with the same namespace, the one
+    # that writes; sessions no tenant holds are "(admin)".
     expected = {"alpha": (1, 1000), "beta": (2, 5000), "(admin)": (1, 4000)}
     for name, (tasks, received) in expected.items():
         assert value(samples, "transferd_tasks_completed_total", principal=name, kind="download",

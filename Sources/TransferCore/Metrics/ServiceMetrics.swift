@@ -19,6 +19,15 @@ package final class ServiceMetrics: Sendable {
     private let commitTime: ValueHistogram
     /// Bytes by principal ("" without tenants), and how much of them the counters already show.
     private let tallies = Locked<[String: Tally]>([:])
+    /// The counters, kept at hand: the registry validates names and labels at each look-up.
+    private let completions = Locked<[CompletionKey: Counter]>([:])
+    private let deliveries: [DeliveryOutcome: Counter]
+
+    private struct CompletionKey: Hashable {
+        let kind: TaskKind
+        let outcome: Outcome
+        let principal: String?
+    }
 
     private struct Tally {
         let bytes = ByteTally()
@@ -55,10 +64,14 @@ package final class ServiceMetrics: Sendable {
                                             "Time of one group commit of the store, BEGIN to COMMIT (its fsync included)."),
             buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
         // Every labelled series exists from the start, at zero, so rates and alerts see it begin.
-        for outcome in DeliveryOutcome.allCases { _ = webhookDeliveries(outcome) }
+        deliveries = Dictionary(uniqueKeysWithValues: DeliveryOutcome.allCases.map { outcome in
+            (outcome, registry.makeCounter(
+                descriptor: ServiceMetrics.name("transferd_webhook_deliveries_total", "Webhook delivery attempts, by outcome."),
+                labels: [("outcome", outcome.rawValue)]))
+        })
         if principalOf == nil {
             for kind in TaskKind.allCases {
-                for outcome in Outcome.allCases { _ = tasksCompleted(kind: kind, outcome: outcome, principal: nil) }
+                for outcome in Outcome.allCases { _ = tasksCompleted(CompletionKey(kind: kind, outcome: outcome, principal: nil)) }
             }
             syncBytes()
         }
@@ -71,20 +84,16 @@ package final class ServiceMetrics: Sendable {
     /// Whether the task and byte counters carry a `principal` label.
     package var hasTenants: Bool { principalOf != nil }
 
-    private func principalLabel(ofSession identifier: String) -> [(String, String)] {
-        principalOf.map { [("principal", $0(identifier))] } ?? []
-    }
-
-    private func tasksCompleted(kind: TaskKind, outcome: Outcome, principal: [(String, String)]?) -> Counter {
-        registry.makeCounter(
-            descriptor: ServiceMetrics.name("transferd_tasks_completed_total", "Tasks completed, by kind and outcome."),
-            labels: [("kind", kind.rawValue), ("outcome", outcome.rawValue)] + (principal ?? []))
-    }
-
-    private func webhookDeliveries(_ outcome: DeliveryOutcome) -> Counter {
-        registry.makeCounter(
-            descriptor: ServiceMetrics.name("transferd_webhook_deliveries_total", "Webhook delivery attempts, by outcome."),
-            labels: [("outcome", outcome.rawValue)])
+    private func tasksCompleted(_ key: CompletionKey) -> Counter {
+        completions.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: ServiceMetrics.name("transferd_tasks_completed_total", "Tasks completed, by kind and outcome."),
+                labels: [("kind", key.kind.rawValue), ("outcome", key.outcome.rawValue)]
+                    + (key.principal.map { [("principal", $0)] } ?? []))
+            counters[key] = counter
+            return counter
+        }
     }
 
     /// A task completed: counted by kind and outcome, and its time observed when it ran.
@@ -94,7 +103,7 @@ package final class ServiceMetrics: Sendable {
         case .cancelled?: .cancelled
         default: .failed
         }
-        tasksCompleted(kind: record.kind, outcome: outcome, principal: principalLabel(ofSession: session)).increment()
+        tasksCompleted(CompletionKey(kind: record.kind, outcome: outcome, principal: principalOf?(session))).increment()
         if let started = record.startedAt, let ended = record.completedAt {
             transferDuration.record(max(0, ended.seconds - started.seconds))
         }
@@ -107,7 +116,7 @@ package final class ServiceMetrics: Sendable {
         case 410?: .gone
         default: .failed
         }
-        webhookDeliveries(outcome).increment()
+        deliveries[outcome]?.increment()
         // A completion's event bears the moment the task completed.
         if outcome == .success, event.type == .taskCompleted {
             webhookLatency.record(max(0, Timestamp.now().seconds - event.at.seconds))
