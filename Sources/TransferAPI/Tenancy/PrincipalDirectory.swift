@@ -131,7 +131,7 @@ package final class PrincipalDirectory: BandwidthGroupResolver {
     }
 
     /// The owner of sessions outside every tenant's namespaces.
-    package static let adminOwner = "(admin)"
+    private static let adminOwner = "(admin)"
 
     /// With no authentication configured, everyone is the anonymous admin.
     package var anonymousPrincipal: Principal? { anonymous }

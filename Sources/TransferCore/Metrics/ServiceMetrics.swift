@@ -81,9 +81,6 @@ package final class ServiceMetrics: Sendable {
         MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
-    /// Whether the task and byte counters carry a `principal` label.
-    package var hasTenants: Bool { principalOf != nil }
-
     private func tasksCompleted(_ key: CompletionKey) -> Counter {
         completions.withLock { counters in
             if let counter = counters[key] { return counter }
@@ -158,7 +155,7 @@ package final class ServiceMetrics: Sendable {
     private func bytesCounter(_ direction: String, _ labels: [(String, String)]) -> Counter {
         registry.makeCounter(
             descriptor: ServiceMetrics.name("transferd_transfer_bytes_total",
-                                            "Body bytes moved by transfers: received (downloads, data tasks) and sent (uploads)."),
+                                            "Body bytes tasks moved: response bodies received, request bodies sent."),
             labels: [("direction", direction)] + labels)
     }
 }

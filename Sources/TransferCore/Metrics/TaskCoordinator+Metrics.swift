@@ -5,9 +5,9 @@ import TransferModel
 
 extension TaskCoordinator {
     /// Sets the gauges that are levels rather than events, from what is in memory, just before
-    /// `/metrics` is written: one pass over the sessions and their unfinished tasks — completed
-    /// tasks of durable sessions are not in memory and are counted by
-    /// `transferd_tasks_completed_total` instead — and no query to the store.
+    /// `/metrics` is written: one pass over the sessions, and over the tasks in memory of those
+    /// with unfinished ones — completed tasks of durable sessions are not in memory, and are
+    /// counted by `transferd_tasks_completed_total` instead — and no query to the store.
     package func collectMetrics() {
         let unfinished: [TaskState] = TaskState.allCases.filter { $0 != .completed }
         var tasks: [TaskState: [TaskKind: Int]] = [:]
