@@ -16,6 +16,8 @@ final class Transfer: @unchecked Sendable {
     let session: SessionQueue
     let counters: LoopCounters
     let tally: ByteTally?
+    /// Body bytes not handed to the tally yet (`Transfer+Counting`).
+    var untallied: (received: Int, sent: Int) = (0, 0)
     var spec: TransferSpec { handle.spec }
     var easy: OpaquePointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -153,7 +155,7 @@ final class Transfer: @unchecked Sendable {
         }
         received += Int64(data.count)
         counters.received.add(Int64(data.count), ordering: .relaxed)
-        tally?.addReceived(data.count)
+        tallyReceived(data.count)
         return data.count
     }
 
@@ -216,7 +218,7 @@ final class Transfer: @unchecked Sendable {
         bodySent += Int64(filled)
         handle.setSent(bodySent)
         counters.sent.add(Int64(filled), ordering: .relaxed)
-        tally?.addSent(filled)
+        tallySent(filled)
         return filled
     }
 
@@ -348,6 +350,7 @@ final class Transfer: @unchecked Sendable {
         case .discard: outcome.bytesReceived = received
         }
         if case .bytes = files.body, let easy { countWholeBodySent(easy) }
+        flushTally()
         outcome.bytesSent = bodySent
         outcome.bytesExpectedToSend = files.body.totalLength
         if let easy {

@@ -6,7 +6,7 @@ import TransferModel
 
 /// transferd's own metric families on `/metrics`, besides the HTTP server's and the process's.
 /// What happens once per task or per webhook attempt is counted as it happens (a lock-free
-/// counter, a histogram); bytes are counted per curl callback by a `ByteTally`; what is a level
+/// counter, a histogram); bytes are counted by each transfer into a `ByteTally`; what is a level
 /// (tasks by state, events pending, sessions, handles, free space) is read at scrape time from
 /// what is in memory (`TaskCoordinator.collectMetrics`).
 package final class ServiceMetrics: Sendable {
