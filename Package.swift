@@ -70,6 +70,7 @@ let package = Package(
         .target(name: "TransferCore", dependencies: [
             "CLinux", "Digests", "JSON", "Lifecycles", "Reactor", "TransferEngine", "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
 
         // The REST API: routes, principals and what each may see and do (tenants), request reading,

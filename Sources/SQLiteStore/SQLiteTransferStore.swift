@@ -12,9 +12,10 @@ package final class SQLiteTransferStore: TransferStore {
     private let writer: StoreWriter
     private let reader: StoreReader
 
-    package init(path: String) throws {
+    /// `observeCommit` is told how long each group commit took, in nanoseconds (for the metrics).
+    package init(path: String, observeCommit: @escaping @Sendable (UInt64) -> Void = { _ in }) throws {
         let database = try StoreFile.openForWriting(path: path, migrations: Schema.migrations)
-        writer = StoreWriter(database: database)
+        writer = StoreWriter(database: database, observeCommit: observeCommit)
         reader = StoreReader(path: path)
     }
 

@@ -26,10 +26,13 @@ public final class StoreWriter: @unchecked Sendable {
     private let finished = ThreadSignal()
     private let completions = DispatchQueue(label: "transferd.store.completions")
     private let maxGroup: Int
+    /// Told how long each group's transaction took, `BEGIN` to `COMMIT`, in nanoseconds.
+    private let observeCommit: @Sendable (UInt64) -> Void
 
-    public init(database: Database, maxGroup: Int = 4096) {
+    public init(database: Database, maxGroup: Int = 4096, observeCommit: @escaping @Sendable (UInt64) -> Void = { _ in }) {
         self.database = database
         self.maxGroup = maxGroup
+        self.observeCommit = observeCommit
         var thread = pthread_t()
         let box = Unmanaged.passRetained(self)
         pthread_create(&thread, nil, { arg in
@@ -103,6 +106,7 @@ public final class StoreWriter: @unchecked Sendable {
     private func commit(_ batch: [Pending]) {
         var results: [Result<Any, Error>] = []
         results.reserveCapacity(batch.count)
+        let began = MonotonicClock.now()
         do {
             try run("BEGIN IMMEDIATE")
             for item in batch {
@@ -117,6 +121,7 @@ public final class StoreWriter: @unchecked Sendable {
                 }
             }
             try run("COMMIT")
+            observeCommit(MonotonicClock.now() - began)
         } catch {
             // The transaction as a whole failed (disk full, I/O error): nothing of it is stored.
             try? database.execute("ROLLBACK")

@@ -7,12 +7,13 @@ import TransferCore
 package struct OperationsRoutes {
     let readiness: Readiness
     let metrics: PrometheusCollectorRegistry
-    let collectProcessMetrics: @Sendable () -> Void
+    /// Sets the gauges read at scrape time, before the registry is written out.
+    let collect: @Sendable () -> Void
 
-    package init(readiness: Readiness, metrics: PrometheusCollectorRegistry, collectProcessMetrics: @escaping @Sendable () -> Void) {
+    package init(readiness: Readiness, metrics: PrometheusCollectorRegistry, collect: @escaping @Sendable () -> Void) {
         self.readiness = readiness
         self.metrics = metrics
-        self.collectProcessMetrics = collectProcessMetrics
+        self.collect = collect
     }
 
     package func register(in table: inout RouteTable) {
@@ -33,8 +34,8 @@ package struct OperationsRoutes {
             json.endObject()
             responder.respond(.json(json.bytes, status: ready ? 200 : 503))
         }
-        table.add("GET", "/metrics") { [metrics, collectProcessMetrics] _, responder in
-            collectProcessMetrics()
+        table.add("GET", "/metrics") { [metrics, collect] _, responder in
+            collect()
             var text: [UInt8] = []
             metrics.emit(into: &text)
             responder.respond(HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]), body: .bytes(text)))

@@ -15,6 +15,9 @@ struct EasyHandlePool {
     private var idleWithCookieEngine: [OpaquePointer] = []
     private let limit = 64
 
+    /// Handles waiting for a transfer.
+    var count: Int { idle.count + idleWithCookieEngine.count }
+
     mutating func take(cookieEngine: Bool) -> OpaquePointer {
         if cookieEngine, let easy = idleWithCookieEngine.popLast() { return easy }
         if let easy = idle.popLast() { return easy }

@@ -118,6 +118,7 @@ final class MultiLoop: @unchecked Sendable {
         let cookies = q.settings.cookies
         transfer.usesCookieEngine = cookies.send && (cookies.accept != .never || !q.jar.cookies.isEmpty)
         let easy = pool.take(cookieEngine: transfer.usesCookieEngine)
+        counters.idleHandles.store(pool.count, ordering: .relaxed)
         transfer.easy = easy
         transfer.running = true
         runningCount += 1
@@ -202,6 +203,7 @@ final class MultiLoop: @unchecked Sendable {
     }
     var bytesReceivedTotal: Int64 { counters.received.load(ordering: .relaxed) }
     var bytesSentTotal: Int64 { counters.sent.load(ordering: .relaxed) }
+    var idleHandles: Int { counters.idleHandles.load(ordering: .relaxed) }
 
     /// Stops everything (shutdown): each observer gets its outcome with reason `.shutdown`.
     func stopAll() {
@@ -253,6 +255,7 @@ final class MultiLoop: @unchecked Sendable {
         runningCount -= 1
         sizeConnectionCache()
         pool.give(easy, cookieEngine: transfer.usesCookieEngine)
+        counters.idleHandles.store(pool.count, ordering: .relaxed)
         releaseRetiredShares()
         let q = transfer.session
         q.finished(transfer)
@@ -351,6 +354,8 @@ final class LoopCounters: Sendable {
     let sent = Atomic<Int64>(0)
     let waiting = Atomic<Int>(0)
     let running = Atomic<Int>(0)
+    /// Easy handles in the loop's pool, kept for the next transfer.
+    let idleHandles = Atomic<Int>(0)
     /// Work waits here for a running slot another loop holds.
     let starved = Atomic<Bool>(false)
     /// Slots other loops handed over, not used yet.

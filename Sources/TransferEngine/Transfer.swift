@@ -14,7 +14,10 @@ final class Transfer: @unchecked Sendable {
     let policy: NetworkPolicy
     /// The session's queue: its settings, cookie jar and bandwidth bucket.
     let session: SessionQueue
-    private let counters: LoopCounters
+    let counters: LoopCounters
+    let tally: ByteTally?
+    /// Body bytes not handed to the tally yet (`Transfer+Counting`).
+    var untallied: (received: Int, sent: Int) = (0, 0)
     var spec: TransferSpec { handle.spec }
     var easy: OpaquePointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -55,7 +58,7 @@ final class Transfer: @unchecked Sendable {
     // Request body (`.segments`): where the next read starts.
     private var bodySegment = 0
     private var bodySegmentOffset: Int64 = 0
-    private var bodySent: Int64 = 0
+    var bodySent: Int64 = 0
 
     // Response tracking.
     var collector = ResponseCollector()
@@ -86,6 +89,7 @@ final class Transfer: @unchecked Sendable {
         self.policy = policy
         self.session = session
         self.counters = counters
+        tally = handle.spec.tally
         priority = handle.spec.priority
         requestURL = handle.spec.url
         requestMethod = handle.spec.method
@@ -151,6 +155,7 @@ final class Transfer: @unchecked Sendable {
         }
         received += Int64(data.count)
         counters.received.add(Int64(data.count), ordering: .relaxed)
+        tallyReceived(data.count)
         return data.count
     }
 
@@ -213,6 +218,7 @@ final class Transfer: @unchecked Sendable {
         bodySent += Int64(filled)
         handle.setSent(bodySent)
         counters.sent.add(Int64(filled), ordering: .relaxed)
+        tallySent(filled)
         return filled
     }
 
@@ -343,6 +349,8 @@ final class Transfer: @unchecked Sendable {
         case .memory: outcome.bytesReceived = Int64(memoryBody.count); outcome.body = memoryBody
         case .discard: outcome.bytesReceived = received
         }
+        if case .bytes = files.body, let easy { countWholeBodySent(easy) }
+        flushTally()
         outcome.bytesSent = bodySent
         outcome.bytesExpectedToSend = files.body.totalLength
         if let easy {

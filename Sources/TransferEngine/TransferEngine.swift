@@ -91,6 +91,11 @@ public final class TransferEngine: Sendable {
         loops.reduce((0, 0)) { ($0.0 + $1.bytesReceivedTotal, $0.1 + $1.bytesSentTotal) }
     }
 
+    /// curl easy handles: attached to a running transfer (`active`), or pooled for the next (`idle`).
+    public var curlHandles: (active: Int, idle: Int) {
+        loops.reduce((0, 0)) { ($0.0 + $1.statisticsSnapshot.running, $0.1 + $1.idleHandles) }
+    }
+
     public func removeSession(_ session: String) {
         let loop = loop(for: session)
         loop.loop.execute { loop.removeSession(session) }

@@ -38,6 +38,8 @@ public struct TransferSpec: Sendable {
     /// Report checkpoints of the digests (`TransferObserver.transferCheckpointedDigests`), for a
     /// file that may be continued later.
     public var checkpointDigests = false
+    /// Where its body bytes are counted besides the engine's totals (nil: nowhere else).
+    public var tally: ByteTally?
 
     public init(label: String, session: String, url: String) {
         self.label = label

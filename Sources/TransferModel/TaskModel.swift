@@ -2,7 +2,7 @@ import Digests
 import Lifecycles
 
 /// URLSessionTask kinds.
-package enum TaskKind: String, Sendable {
+package enum TaskKind: String, Sendable, CaseIterable {
     case data, download, upload
 }
 

@@ -48,7 +48,7 @@ metricsFactory.defaultDurationHistogramBuckets = [
     .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
     .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
 ]
-MetricsSystem.bootstrap(metricsFactory)
+MetricsSystem.bootstrap(DescribedMetricsFactory(base: metricsFactory))
 let logger = Logger(label: "transferd")
 
 let service: Service

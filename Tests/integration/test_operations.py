@@ -11,6 +11,7 @@ from datetime import datetime
 
 import pytest
 
+from support.metrics import scrape, value
 from support.transferd import read_response, read_until_closed, run_transferd
 
 PROBLEM_TYPE = "application/problem+json"
@@ -137,38 +138,6 @@ def test_wrong_method_is_405_problem_with_allow(transferd):
 
 
 # MARK: metrics
-
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$')
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_metrics(text: str) -> tuple[list[tuple[str, dict[str, str], float]], dict[str, str]]:
-    """Prometheus text format: the samples, and the declared `# TYPE` of each family."""
-    samples, types = [], {}
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, name, kind = line.split(None, 3)
-            types[name] = kind.strip()
-            continue
-        if not line or line.startswith("#"):
-            continue
-        match = SAMPLE.match(line)
-        assert match, f"not a Prometheus sample line: {line!r}"
-        name, labels, value = match.groups()
-        samples.append((name, dict(LABEL.findall(labels or "")), float(value)))
-    return samples, types
-
-
-def scrape(td):
-    response = td.get("/metrics", token=None)
-    assert response.status_code == 200
-    assert response.headers["Content-Type"].startswith("text/plain")
-    return parse_metrics(response.text)
-
-
-def value(samples, name: str, **labels: str) -> float:
-    return sum(v for n, l, v in samples if n == name and all(l.get(k) == w for k, w in labels.items()))
-
 
 def test_metrics_count_requests_by_route_and_status(transferd):
     before, _ = scrape(transferd)

@@ -115,6 +115,24 @@ package final class PrincipalDirectory: BandwidthGroupResolver {
         current.withLock { $0 }.paced.compactMap { $0.sees(identifier) ? $0.bandwidth : nil }
     }
 
+    /// The name the metrics count a session's tasks and bytes under: the principal whose namespace
+    /// holding it is the longest (a `write` one before a `read` one), or `(admin)` when only
+    /// admins reach it — parentheses are not allowed in a principal's name.
+    package func owner(ofSession identifier: String) -> String {
+        var best: (name: String, length: Int, writes: Bool)?
+        for principal in current.withLock({ $0 }).principals where !principal.isAdmin {
+            for namespace in principal.namespaces ?? [] where identifier.hasPrefix(namespace) {
+                let candidate = (name: principal.name, length: namespace.utf8.count, writes: principal.role == .write)
+                if let current = best, (current.length, current.writes ? 1 : 0) >= (candidate.length, candidate.writes ? 1 : 0) { continue }
+                best = candidate
+            }
+        }
+        return best?.name ?? PrincipalDirectory.adminOwner
+    }
+
+    /// The owner of sessions outside every tenant's namespaces.
+    private static let adminOwner = "(admin)"
+
     /// With no authentication configured, everyone is the anonymous admin.
     package var anonymousPrincipal: Principal? { anonymous }
 

@@ -182,6 +182,7 @@ final class DelegateChannel: @unchecked Sendable {
     private func finished(_ event: Event, attempt: Int, generation sent: Int, outcome: TransferOutcome) {
         // Stopped because transferd is stopping: no answer either way; the next start sends it.
         guard outcome.stopReason != .shutdown else { return }
+        coordinator.metrics.webhookAttempt(event, status: outcome.failure == nil ? outcome.response?.status : nil)
         guard sent == generation else {
             // Made to a replaced delegate: it is on record, but decides nothing for the current one.
             return noteProgress(DeliveryAttempt(event, attempt: attempt, outcome: outcome, nextAttemptAt: nil))

@@ -187,6 +187,7 @@ extension TaskCoordinator {
             if let curl = error.curlCode { metadata["curl_code"] = .stringConvertible(curl) }
             logger.warning("task failed", metadata: metadata)
         }
+        metrics.taskCompleted(done, session: session.identifier)
         // A spooled body is needed no more once its task completed.
         let completed = done
         let ownedBlob = TaskCoordinator.ownedBlob(of: completed)

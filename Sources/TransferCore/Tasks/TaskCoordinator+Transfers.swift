@@ -55,6 +55,7 @@ extension TaskCoordinator {
         spec.verifyOriginDigests = record.kind == .download && configuration.verifyOriginDigests
         spec.checkpointDigests = record.isResumable
         spec.maxBodyBytes = record.kind == .download ? record.maxBytes : limits.maxDataBodyBytes
+        spec.tally = metrics.tally(forSession: session.identifier)
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
         let declined: [TaskLifecycle.Action]? = session.locked {

@@ -43,6 +43,8 @@ package final class TaskCoordinator: @unchecked Sendable {
     let pendingChanges = PendingChangeFlush<(TaskEntry, SessionState)>()
     /// Long-polls in progress, answered early at shutdown (`endWaits`).
     let openWaits = OpenWaits()
+    /// What `/metrics` shows of tasks, transfers and webhooks.
+    package let metrics: ServiceMetrics
 
     package struct Limits: Sendable {
         /// Largest response body a data task may keep.
@@ -66,9 +68,10 @@ package final class TaskCoordinator: @unchecked Sendable {
     }
 
     package init(store: any TransferStore, blobs: BlobStore?, engine: TransferEngine, layout: DataLayout, allowedRoots: AllowedRoots,
-         limits: Limits, resumeKey: [UInt8], logger: Logger)
+         limits: Limits, resumeKey: [UInt8], logger: Logger, metrics: ServiceMetrics = ServiceMetrics())
     {
         self.resumeKey = resumeKey
+        self.metrics = metrics
         self.store = store
         self.blobs = blobs
         self.engine = engine

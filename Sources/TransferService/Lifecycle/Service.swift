@@ -41,7 +41,6 @@ public final class Service: Sendable {
             ? configuration.dataDirectory : Service.currentDirectory() + "/" + configuration.dataDirectory))
         try DataLayout.makeDirectories(layout.root)
         dataLock = try DataDirectoryLock(root: layout.root)
-        store = try SQLiteTransferStore(path: layout.databasePath)
         guard let policy = NetworkPolicy(parsing: configuration.networkPolicy) else {
             throw ConfigurationError("invalid --network-policy '\(configuration.networkPolicy)'")
         }
@@ -55,6 +54,9 @@ public final class Service: Sendable {
             throw ConfigurationError("--auth-file \(error.description)")
         }
         principals = PrincipalDirectory(apiTokens: configuration.apiTokens, authFile: authFile, roots: roots)
+        let serviceMetrics = Service.metrics(registry: metrics, principals: authFile == nil ? nil : principals)
+        store = try SQLiteTransferStore(path: layout.databasePath,
+                                        observeCommit: { serviceMetrics.commitTook(nanoseconds: $0) })
         engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
                                 maxBytesPerSecond: configuration.maxBytesPerSecond, bandwidthGroups: principals)
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
@@ -63,7 +65,7 @@ public final class Service: Sendable {
                                                                      webhookSchedule: configuration.webhookSchedule,
                                                                      defaultDigests: configuration.defaultDigests),
                                       resumeKey: try ResumeKey.load(directory: layout.root),
-                                      logger: logger)
+                                      logger: logger, metrics: serviceMetrics)
         try coordinator.recover()
         coordinator.startProgressFlushing()
         coordinator.startProgressEvents()
@@ -77,7 +79,10 @@ public final class Service: Sendable {
                               audit: logger)
         let rates = TransferRates(engine: engine, clock: coordinator.clock)
         let router = Router { table in
-            OperationsRoutes(readiness: readiness, metrics: metrics, collectProcessMetrics: processMetrics.collect)
+            OperationsRoutes(readiness: readiness, metrics: metrics, collect: {
+                processMetrics.collect()
+                coordinator.collectMetrics()
+            })
                 .register(in: &table)
             APIRoutes(coordinator: coordinator, gate: gate, rates: rates, version: Service.version,
                       startedAt: startedAt, maxBlobBytes: configuration.maxBlobBytes,
@@ -125,6 +130,12 @@ public final class Service: Sendable {
         coordinator.shutdown()
         store.close()
         logger.info("stopped")
+    }
+
+    /// With tenants (an auth file), tasks and bytes are counted by the principal owning the session.
+    private static func metrics(registry: PrometheusCollectorRegistry, principals: PrincipalDirectory?) -> ServiceMetrics {
+        guard let principals else { return ServiceMetrics(registry: registry) }
+        return ServiceMetrics(registry: registry, principalOf: { principals.owner(ofSession: $0) })
     }
 
     /// Transfers and connections each hold descriptors; the soft limit (often 1024) is raised to
