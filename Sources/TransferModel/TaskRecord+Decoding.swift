@@ -56,7 +56,7 @@ extension TaskRecord {
         }
         if let e = value["error"], let code = e["code"]?.stringValue.flatMap(TaskErrorCode.init(rawValue:)) {
             error = TaskError(code: code, message: e["message"]?.stringValue ?? "", curlCode: e["curl_code"]?.intValue.map(Int.init),
-                              resumeData: e["resume_data"]?.stringValue)
+                              resumeData: e["resume_data"]?.stringValue, status: e["status"]?.intValue.map(Int.init))
         }
         if let m = value["metrics"] {
             metrics.attempts = Int(m["attempts"]?.intValue ?? 0)

@@ -84,6 +84,7 @@ extension TaskRecord {
             json.key("message"); json.string(error.message)
             if let c = error.curlCode { json.key("curl_code"); json.int(c) }
             if let r = error.resumeData { json.key("resume_data"); json.string(r) }
+            if let status = error.status { json.key("status"); json.int(status) }
             json.endObject()
         }
         encodeStoredMetrics(into: &json)

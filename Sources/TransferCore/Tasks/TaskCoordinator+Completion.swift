@@ -25,7 +25,7 @@ extension TaskCoordinator {
             entry.record = record
             return (entry.output, record, session.configuration)
         }
-        guard let (output, record, configuration) = taken else { return }
+        guard let (attemptOutput, record, configuration) = taken else { return }
 
         let event: TaskLifecycle.Event
         var ending: TaskError?
@@ -63,12 +63,19 @@ extension TaskCoordinator {
                                                              attempts: record.metrics.attempts, deadline: deadline)
             {
                 // A status the session retries: what came with it is not the body wanted.
-                output?.truncate()
+                attemptOutput?.truncate()
                 ending = TaskError(code: .badServerResponse, message: "HTTP \(status)")
                 event = .transferFailed(.badServerResponse, .retry(after: delay))
+            } else if let error = TaskCoordinator.httpError(outcome.response, configuration: configuration) {
+                ending = error
+                event = .transferFailed(.httpError, .stop(resumable: false))
             } else {
                 event = .transferFinished
             }
+        }
+        var output = attemptOutput
+        if ending?.code == .httpError, case .transferFailed = event {
+            output = keepErrorBody(output, outcome: outcome, entry: entry, in: session)
         }
         let actions = session.locked { step(entry, event) }
         if actions == [.complete(nil)] { return finishSuccessfully(outcome, output: output, entry: entry, in: session) }
