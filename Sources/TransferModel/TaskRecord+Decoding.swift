@@ -85,6 +85,7 @@ extension TaskRecord {
         idempotencyKey = extra["idempotency_key"]?.stringValue
         idempotencyHash = extra["idempotency_hash"]?.stringValue
         bodyLocation = extra["body_location"]?.stringValue
+        traceparent = extra["traceparent"]?.stringValue
         digestCheckpoint = DigestCheckpoint.decode(extra["digest_checkpoint"])
         if let r = extra["resume_from"], let url = r["url"]?.stringValue, let validator = r["validator"]?.stringValue,
            let offset = r["offset"]?.intValue, let partial = r["partial"]?.stringValue, let origin = r["origin"]?.stringValue

@@ -80,9 +80,9 @@ extension TaskCoordinator {
         let actions = session.locked { step(entry, event) }
         if actions == [.complete(nil)] { return finishSuccessfully(outcome, output: output, entry: entry, in: session) }
         if case .transferFailed(_, .retry(let delay)) = event, actions.contains(.releaseOutput), let ending {
-            logger.info("retrying", metadata: ["session": .string(session.identifier), "task": .string(record.id),
-                                               "after_s": .stringConvertible(delay), "reason": .string(ending.message),
-                                               "attempts": .stringConvertible(record.metrics.attempts)])
+            logger.info("retrying", metadata: TaskCoordinator.logMetadata(of: record).merging([
+                "after_s": .stringConvertible(delay), "reason": .string(ending.message),
+                "attempts": .stringConvertible(record.metrics.attempts)]) { $1 })
         }
         perform(actions, of: entry, in: session, output: output, ending: ending)
     }
@@ -188,9 +188,11 @@ extension TaskCoordinator {
         // A failure gets a line of its own, for an operator who greps the log rather than the
         // API; a cancellation is what a client asked for, not a failure.
         if let error = done.error, error.code != .cancelled {
-            var metadata: Logger.Metadata = ["session": .string(session.identifier), "task": .string(done.id),
-                                             "code": .string(error.code.rawValue), "error": .string(error.message),
-                                             "attempts": .stringConvertible(done.metrics.attempts)]
+            var metadata = TaskCoordinator.logMetadata(of: done)
+            metadata["code"] = .string(error.code.rawValue)
+            metadata["error"] = .string(error.message)
+            metadata["attempts"] = .stringConvertible(done.metrics.attempts)
+            if let status = error.status { metadata["status"] = .stringConvertible(status) }
             if let curl = error.curlCode { metadata["curl_code"] = .stringConvertible(curl) }
             logger.warning("task failed", metadata: metadata)
         }
@@ -216,6 +218,17 @@ extension TaskCoordinator {
         }
         events.append(EventDraft(.taskCompleted, task: record.id, data: api, endsBusyTask: endsBusy))
         return events
+    }
+
+    /// What every log line about a task carries: its session, its id, and its trace when the
+    /// creating request had one.
+    static func logMetadata(of record: TaskRecord) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["session": .string(record.session), "task": .string(record.id)]
+        if let traceparent = record.traceparent {
+            metadata["traceparent"] = .string(traceparent)
+            metadata["trace_id"] = .string(String(traceparent.dropFirst(3).prefix(32)))
+        }
+        return metadata
     }
 
     /// Folds what the attempt learned into the task: response, progress, metrics.
