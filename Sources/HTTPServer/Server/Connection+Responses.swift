@@ -19,6 +19,7 @@ extension Connection {
         let keepAlive = ex.head.keepAlive && !ex.unreadBody && !draining && !rawStream
             && requestCount < config.maxRequestsPerConnection
         ex.status = response.status
+        ex.location = response.headers["location"]
         ex.closeAfter = !keepAlive
         exchange = ex
 

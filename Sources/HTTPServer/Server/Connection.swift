@@ -198,7 +198,7 @@ final class Connection: EventHandler, @unchecked Sendable {
         if let ex = exchange {
             // A request the client left before it was answered still ran (or may still run): its
             // guard hears of it, with status 0.
-            if ex.status != nil { worker.recordCompleted(ex, remoteAddress: remoteAddress) } else { ex.admission.completion?(0) }
+            if ex.status != nil { worker.recordCompleted(ex, remoteAddress: remoteAddress) } else { ex.admission.completion?(0, nil) }
         }
         exchange = nil
         worker.remove(self)
