@@ -32,6 +32,12 @@ extension TaskCoordinator {
         switch outcome.stopReason {
         case .suspended?:
             event = .transferStopped(.suspended)
+        case .shutdown? where session.mode == .default:
+            // A default session's task does not outlive the process: it completes `interrupted`
+            // now, with resume data, rather than at the next start — so what the store holds
+            // after the shutdown is what a client will read, and its events go out with it.
+            ending = TaskError(code: .interrupted, message: "transferd shut down while the task was running")
+            event = .transferFailed(.interrupted, .stop(resumable: true))
         case .shutdown?:
             event = .transferStopped(.shutdown)
         case .cancelled?:
