@@ -14,7 +14,7 @@ from datetime import datetime
 
 import pytest
 
-from support.api import assert_success, create_session, create_task, download, wait_progress, wait_task
+from support.api import assert_success, create_session, create_task, download, wait_for, wait_progress, wait_task
 from support.events import all_events
 from support.origin import Origin
 from support.transferd import run_transferd
@@ -119,6 +119,35 @@ def test_a_default_sessions_running_task_is_interrupted_at_shutdown(transferd, o
         transferd, sid, {"kind": "download", "resume_data": done["error"]["resume_data"]})["id"]))
     assert resumed["result"]["sha256"] == Origin.expected_sha256(size, "dflt")
     assert "range" in origin.requests[-1].headers
+
+
+def test_a_default_sessions_tasks_at_rest_are_interrupted_at_shutdown(transferd, origin):
+    """Suspended tasks and tasks waiting to retry do not outlive the process either: the shutdown
+    completes them `interrupted` too, a suspended download with resume data for its partial file."""
+    sid = create_session(transferd, mode="default", configuration={
+        "retry": {"on_http_status": [503], "backoff_initial_s": 600, "backoff_max_s": 600}})
+    retrying = create_task(transferd, sid, {"kind": "data", "request": {"url": origin.url(f"/flaky/{sid}?fail=5&status=503")}})
+    suspended = create_task(transferd, sid, {"kind": "data", "request": {"url": origin.url("/bytes/10")}, "start": False})
+    partial = create_task(transferd, sid, download(origin.url(f"/bytes/{4 * MiB}?seed=rest&rate={MiB}")))
+    wait_progress(transferd, sid, partial["id"], 1 * MiB)
+    assert transferd.post(f"/v1/sessions/{sid}/tasks/{partial['id']}/suspend").status_code == 200
+    wait_for(lambda: transferd.get(f"/v1/sessions/{sid}/tasks/{retrying['id']}").json()["phase"] == "retrying")
+    wait_for(lambda: transferd.get(f"/v1/sessions/{sid}/tasks/{partial['id']}").json()["state"] == "suspended")
+    assert transferd.stop(timeout=10) == 0
+    messages = [r.get("msg") for r in transferd.log_records()]
+    ids = {retrying["id"], suspended["id"], partial["id"]}
+    failed = {r["task"]: r for r in transferd.log_records() if r.get("msg") == "task failed" and r.get("task") in ids}
+    assert set(failed) == ids and all(r["code"] == "interrupted" for r in failed.values()), failed
+    assert max(i for i, m in enumerate(messages) if m == "task failed") < messages.index("stopped")
+
+    restarted_at = time.time()
+    transferd.restart()
+    for tid in ids:
+        task = transferd.get(f"/v1/sessions/{sid}/tasks/{tid}").json()
+        assert task["state"] == "completed" and task["error"]["code"] == "interrupted", task
+        assert rfc3339(task["completed_at"]) < restarted_at
+    assert transferd.get(f"/v1/sessions/{sid}/tasks/{partial['id']}").json()["error"]["resume_data"]
+    assert transferd.get(f"/v1/sessions/{sid}/tasks/{suspended['id']}").json()["error"]["resume_data"] is None
 
 
 def test_a_second_signal_exits_at_once(start_transferd, api_token):

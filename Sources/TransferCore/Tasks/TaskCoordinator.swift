@@ -85,6 +85,7 @@ package final class TaskCoordinator: @unchecked Sendable {
     package func endWaits() { openWaits.end() }
 
     package func shutdown() {
+        interruptDefaultTasksAtRest()
         // Webhook bookkeeping waiting for its batch is stored while the store is still open.
         for session in registry.all { session.locked { session.channel }?.saveNow() }
         clock.stopAndJoin()
