@@ -1,10 +1,22 @@
 /// What a task's lifecycle is told and what it answers.
 extension TaskLifecycle {
+    /// Suspended, or running with nothing started (queued on a timer, or stopped by a
+    /// shutdown): nothing holds its output, and only a request or a timer moves it.
+    public var isAtRest: Bool {
+        switch current {
+        case .suspended, .waiting, .scheduled, .retrying: true
+        default: false
+        }
+    }
+
     public enum Event: Sendable, Equatable {
         /// The task was stored; `start` false leaves it suspended, like a new URLSessionTask.
         case created(start: Bool)
         /// The process started again and found the task as `init(restoring:…)` described it.
         case processRestarted(mode: SessionMode)
+        /// The process is shutting down and the task, of a `default` session, is at rest
+        /// (`isAtRest`): it completes `interrupted` now, as the next start would have completed it.
+        case processStopping
         case resume
         case suspend
         case cancel(produceResumeData: Bool)

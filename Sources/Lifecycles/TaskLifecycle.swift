@@ -187,6 +187,8 @@ public struct TaskLifecycle: Lifecycle {
             return [.writeRecord(event: .suspended)]
         case .cancel(let resumeData):
             return complete(.cancelled, shown: state, partial: resumeData ? .keepPartialForResume : .discardPartial)
+        case .processStopping:
+            return complete(.interrupted, shown: state, partial: .keepPartialForResume)
         case .startDue:
             // Timers are not withdrawn: one that finds the task no longer waiting for it is stale.
             guard current == .scheduled || current == .retrying else { return [] }

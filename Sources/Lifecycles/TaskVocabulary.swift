@@ -33,4 +33,6 @@ public enum TaskErrorCode: String, Sendable, CaseIterable {
     case fileDoesNotExist = "file_does_not_exist", checksumMismatch = "checksum_mismatch"
     case blockedByPolicy = "blocked_by_policy", dataLengthExceedsMaximum = "data_length_exceeds_maximum"
     case resumeDataInvalid = "resume_data_invalid"
+    /// The origin answered ≥ 400 and the session's `fail_on_http_error` makes that a failure.
+    case httpError = "http_error"
 }

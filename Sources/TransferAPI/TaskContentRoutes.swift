@@ -14,10 +14,12 @@ struct TaskContentRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 let (session, id) = try TaskActionRoutes.target(request, coordinator)
                 let record = try coordinator.record(session, id)
-                guard record.kind != .download else {
+                // A task failed with `http_error` keeps the origin's error body here, a download's too.
+                let failedWithBody = record.error?.code == .httpError
+                guard record.kind != .download || failedWithBody else {
                     throw Refusal(.conflict, "not_a_data_task", "task \(id) is a download; its content is at …/file")
                 }
-                guard record.isCompleted, record.error == nil else {
+                guard record.isCompleted, record.error == nil || failedWithBody else {
                     throw Refusal(.conflict, "body_not_available", "task \(id) has no response body (it is \(record.state.rawValue)\(record.error.map { ", \($0.code.rawValue)" } ?? ""))")
                 }
                 let contentType = TaskContentRoutes.contentType(record)
@@ -56,7 +58,8 @@ struct TaskContentRoutes {
         record.response?.headers.last { $0.name.lowercased() == "content-type" }?.value ?? "application/octet-stream"
     }
 
-    /// A whole file or one range of it.
+    /// A file as a static file server answers for it: validators, 304 for a current copy, and
+    /// the whole file, one range, or several as `multipart/byteranges` (RFC 9110 §14.6).
     static func serve(path: String, contentType: String, request: HTTPRequest, open: () -> Int32) throws(Refusal) -> HTTPResponse {
         let fd = open()
         guard fd >= 0 else { throw Refusal(.gone, "file_gone", "the file is no longer there") }
@@ -66,13 +69,32 @@ struct TaskContentRoutes {
             throw Refusal(.gone, "file_gone", "the file is no longer there")
         }
         let size = Int(st.st_size)
-        var headers = HTTPHeaders([("Content-Type", contentType), ("Accept-Ranges", "bytes")])
-        switch ByteRange.resolve(request.headers["range"], size: size) {
+        let validators = FileValidators(st)
+        var headers = HTTPHeaders(validators.headers)
+        if validators.notModified(request) {
+            close(fd)
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        let range = validators.rangeApplies(request) ? request.headers["range"] : nil
+        switch ByteRange.resolve(range, size: size) {
         case .whole:
+            headers.add("Content-Type", contentType)
             return HTTPResponse(status: 200, headers: headers, body: .file(FileRegion(fd: fd, offset: 0, count: size)))
-        case .part(let start, let end):
-            headers.add("Content-Range", "bytes \(start)-\(end)/\(size)")
-            return HTTPResponse(status: 206, headers: headers, body: .file(FileRegion(fd: fd, offset: start, count: end - start + 1)))
+        case .parts(let ranges) where ranges.count == 1:
+            let r = ranges[0]
+            headers.add("Content-Type", contentType)
+            headers.add("Content-Range", "bytes \(r.lowerBound)-\(r.upperBound)/\(size)")
+            return HTTPResponse(status: 206, headers: headers, body: .file(FileRegion(fd: fd, offset: r.lowerBound, count: r.count)))
+        case .parts(let ranges):
+            let boundary = "transferd-" + RandomID.make()
+            headers.add("Content-Type", "multipart/byteranges; boundary=\(boundary)")
+            // Each part: delimiter, its own Content-Type and Content-Range, a blank line, the bytes.
+            let parts = ranges.enumerated().map { i, r in
+                FileParts.Part(head: Array("\(i == 0 ? "" : "\r\n")--\(boundary)\r\nContent-Type: \(contentType)\r\nContent-Range: bytes \(r.lowerBound)-\(r.upperBound)/\(size)\r\n\r\n".utf8),
+                               offset: r.lowerBound, count: r.count)
+            }
+            return HTTPResponse(status: 206, headers: headers,
+                                body: .fileParts(FileParts(fd: fd, parts: parts, trailer: Array("\r\n--\(boundary)--\r\n".utf8))))
         case .unsatisfiable:
             close(fd)
             var problem = Refusal(.rangeNotSatisfiable, "range_not_satisfiable", "the file has \(size) bytes").response

@@ -16,6 +16,7 @@ struct TaskRoutes {
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
                 var creations = [try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")]
+                creations[0].traceparent = TaskRoutes.traceparent(request)
                 let claim = try TaskRoutes.idempotencyClaim(request)
                 let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator,
                                                    replaying: claim.map { session.holdsTask(withIdempotencyKey: $0.key) } ?? false)
@@ -47,8 +48,11 @@ struct TaskRoutes {
                 try body.finish()
                 var creations: [TaskCreationRequest] = []
                 creations.reserveCapacity(items.count)
+                let traceparent = TaskRoutes.traceparent(request)
                 for (i, item) in items.enumerated() {
-                    creations.append(try TaskCreationRequest.parse(item, field: "tasks[\(i)]"))
+                    var creation = try TaskCreationRequest.parse(item, field: "tasks[\(i)]")
+                    creation.traceparent = traceparent
+                    creations.append(creation)
                 }
                 let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
                 coordinator.createTasks(in: session, creations, idempotency: nil) { result in
@@ -181,6 +185,14 @@ struct TaskRoutes {
 
     static func location(_ record: TaskRecord) -> HTTPHeaders {
         HTTPHeaders([("Location", "/v1/sessions/\(record.session)/tasks/\(record.id)")])
+    }
+
+    /// The request's W3C `traceparent`, kept with the tasks it creates. Invalid, or sent more than
+    /// once, it is ignored as the Trace Context specification says (§3.2.2, §3.3.1).
+    static func traceparent(_ request: HTTPRequest) -> String? {
+        let values = request.headers.values("traceparent")
+        guard values.count == 1 else { return nil }
+        return TraceParent(values[0].trimmingCharacters())?.header
     }
 
     /// `Idempotency-Key` with the sha256 of the body it guards.

@@ -1,8 +1,18 @@
 import Glibc
 
-/// HTTP-date (RFC 9110 §5.6.7), as `Retry-After` may carry it. Only IMF-fixdate is read:
-/// `Sun, 06 Nov 1994 08:49:37 GMT`; the obsolete forms are refused.
+/// HTTP-date (RFC 9110 §5.6.7), as `Retry-After` and `If-Modified-Since` may carry it. Only
+/// IMF-fixdate is read: `Sun, 06 Nov 1994 08:49:37 GMT`; the obsolete forms are refused.
 package enum HTTPDate {
+    /// IMF-fixdate of a time in whole seconds since the epoch.
+    package static func format(_ seconds: Int64) -> String {
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        var buffer = [CChar](repeating: 0, count: 40)
+        let n = strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     package static func parse(_ text: String) -> Timestamp? {

@@ -12,6 +12,7 @@ extension SessionConfiguration {
         json.key("waits_for_connectivity"); json.bool(waitsForConnectivity(mode: mode))
         json.key("discretionary"); json.bool(discretionary)
         json.key("verify_origin_digests"); json.bool(verifyOriginDigests)
+        json.key("fail_on_http_error"); json.bool(failOnHTTPError)
         json.key("cookies"); json.beginObject()
         json.key("accept"); json.string(cookies.accept.rawValue)
         json.key("send"); json.bool(cookies.send)

@@ -53,6 +53,9 @@ package struct SessionConfiguration: Sendable, Equatable {
     /// Check the digests an origin declares of a download (`Repr-Digest`, `Content-Digest`,
     /// `Content-MD5`, `x-goog-hash`) against the file.
     package var verifyOriginDigests = true
+    /// An origin status ≥ 400 (once retries are spent) fails the task with `http_error`, instead
+    /// of completing it as URLSession does.
+    package var failOnHTTPError = false
     package var cookies = Cookies()
     package var credentials: [Credential] = []
     package var redirects = Redirects()

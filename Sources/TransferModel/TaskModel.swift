@@ -16,12 +16,15 @@ package struct TaskError: Sendable, Equatable {
     package var message: String
     package var curlCode: Int?
     package var resumeData: String?
+    /// The origin's status, for `http_error`.
+    package var status: Int?
 
-    package init(code: TaskErrorCode, message: String, curlCode: Int? = nil, resumeData: String? = nil) {
+    package init(code: TaskErrorCode, message: String, curlCode: Int? = nil, resumeData: String? = nil, status: Int? = nil) {
         self.code = code
         self.message = message
         self.curlCode = curlCode
         self.resumeData = resumeData
+        self.status = status
     }
 }
 

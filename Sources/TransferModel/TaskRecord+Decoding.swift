@@ -56,7 +56,7 @@ extension TaskRecord {
         }
         if let e = value["error"], let code = e["code"]?.stringValue.flatMap(TaskErrorCode.init(rawValue:)) {
             error = TaskError(code: code, message: e["message"]?.stringValue ?? "", curlCode: e["curl_code"]?.intValue.map(Int.init),
-                              resumeData: e["resume_data"]?.stringValue)
+                              resumeData: e["resume_data"]?.stringValue, status: e["status"]?.intValue.map(Int.init))
         }
         if let m = value["metrics"] {
             metrics.attempts = Int(m["attempts"]?.intValue ?? 0)
@@ -85,6 +85,7 @@ extension TaskRecord {
         idempotencyKey = extra["idempotency_key"]?.stringValue
         idempotencyHash = extra["idempotency_hash"]?.stringValue
         bodyLocation = extra["body_location"]?.stringValue
+        traceparent = extra["traceparent"]?.stringValue
         digestCheckpoint = DigestCheckpoint.decode(extra["digest_checkpoint"])
         if let r = extra["resume_from"], let url = r["url"]?.stringValue, let validator = r["validator"]?.stringValue,
            let offset = r["offset"]?.intValue, let partial = r["partial"]?.stringValue, let origin = r["origin"]?.stringValue

@@ -59,6 +59,8 @@ extension TaskRecord {
             json.key("message"); json.string(error.message)
             json.key("curl_code"); if let c = error.curlCode { json.int(c) } else { json.null() }
             json.key("resume_data"); json.optionalString(error.resumeData)
+            // Only `http_error` has one; left out otherwise, as before it existed.
+            if let status = error.status { json.key("status"); json.int(status) }
             json.endObject()
         } else {
             json.null()

@@ -84,6 +84,7 @@ extension TaskRecord {
             json.key("message"); json.string(error.message)
             if let c = error.curlCode { json.key("curl_code"); json.int(c) }
             if let r = error.resumeData { json.key("resume_data"); json.string(r) }
+            if let status = error.status { json.key("status"); json.int(status) }
             json.endObject()
         }
         encodeStoredMetrics(into: &json)
@@ -138,12 +139,13 @@ extension TaskRecord {
     private func encodeStoredInternal(into json: inout JSONWriter) {
         let etag = response?.derivedValidator
         guard idempotencyKey != nil || idempotencyHash != nil || validator != etag || bodyLocation != nil || resumeFrom != nil
-                || body != nil || digestCheckpoint != nil else { return }
+                || body != nil || digestCheckpoint != nil || traceparent != nil else { return }
         json.key("_internal"); json.beginObject()
         if let idempotencyKey { json.key("idempotency_key"); json.string(idempotencyKey) }
         if let idempotencyHash { json.key("idempotency_hash"); json.string(idempotencyHash) }
         TaskResponse.encodeStored("validator", validator, derived: etag, into: &json) { $0.string($1) }
         if let bodyLocation { json.key("body_location"); json.string(bodyLocation) }
+        if let traceparent { json.key("traceparent"); json.string(traceparent) }
         if let digestCheckpoint { json.key("digest_checkpoint"); digestCheckpoint.encode(into: &json) }
         if let resumeFrom {
             json.key("resume_from"); json.beginObject()

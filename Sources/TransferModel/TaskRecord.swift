@@ -47,6 +47,9 @@ package struct TaskRecord: Sendable {
     package var bodyLocation: String?
     /// Resume data this task was created from, until its partial file is taken over.
     package var resumeFrom: ResumeData?
+    /// The W3C `traceparent` of the request that created the task (version 00 form), when it
+    /// carried a valid one.
+    package var traceparent: String?
 
     package init(session: String, id: String, sequence: Int64, kind: TaskKind, url: String, method: String, createdAt: Timestamp) {
         self.session = session

@@ -29,6 +29,7 @@ struct TaskLifecycleTests {
     static let events: [E] = [
         .created(start: true), .created(start: false),
         .processRestarted(mode: .background), .processRestarted(mode: .default), .processRestarted(mode: .ephemeral),
+        .processStopping,
         .resume, .suspend, .cancel(produceResumeData: false), .cancel(produceResumeData: true),
         .startDue, .beginLater(after: 60), .startFailed(.timedOut), .startPrepared,
         .transferStarted, .responseHead, .progress,
@@ -121,7 +122,12 @@ struct TaskLifecycleTests {
         t += rows(.suspended, [
             r(.cancel(produceResumeData: false), completes(.cancelled, shown: .suspended, .discardPartial)),
             r(.cancel(produceResumeData: true), completes(.cancelled, shown: .suspended, .keepPartialForResume)),
+            // A default session's task at rest when the process stops.
+            r(.processStopping, completes(.interrupted, shown: .suspended, .keepPartialForResume)),
         ])
+        for atRest in [S.waiting, .scheduled, .retrying] {
+            t += rows(atRest, [r(.processStopping, completes(.interrupted, shown: .running, .keepPartialForResume))])
+        }
         t += runningIdle(.waiting, startDue: (.waiting, []))
         t += runningIdle(.scheduled, startDue: (.starting(.run), [.startTransfer]))
         t += runningIdle(.retrying, startDue: (.starting(.run), [.startTransfer]))
@@ -289,6 +295,11 @@ struct TaskLifecycleTests {
             #expect(machine.state == taskState, "\(state)")
             #expect(machine.phase == phase, "\(state)")
         }
+    }
+
+    @Test func onlyTasksNothingHoldsAreAtRest() {
+        let atRest = Self.states.filter { TaskLifecycle($0).isAtRest }
+        #expect(atRest == [.suspended, .waiting, .scheduled, .retrying])
     }
 
     @Test func restoringACompletedTaskLeavesItCompleted() {

@@ -39,6 +39,8 @@ public enum ResponseBody: Sendable {
     case bytes([UInt8])
     /// A region of an open file, sent with sendfile(2). The server closes the descriptor after.
     case file(FileRegion)
+    /// Regions of one open file, each after bytes of its own: a `multipart/byteranges` body.
+    case fileParts(FileParts)
     /// Sent with chunked coding as the producer writes to the `ResponseStream` it is given.
     case stream(@Sendable (ResponseStream) -> Void)
 }
@@ -56,6 +58,35 @@ public struct FileRegion: Sendable {
     }
 
     func close() { _ = Glibc.close(fd) }
+}
+
+/// Regions of an open file, each preceded by bytes of its own (a part's header section), and bytes
+/// after the last (RFC 9110 §14.6's closing delimiter). Sent with sendfile(2) region by region, so
+/// a response of many ranges costs no more memory than their headers. Owns the descriptor.
+public struct FileParts: Sendable {
+    public struct Part: Sendable {
+        public let head: [UInt8]
+        public let offset: Int
+        public let count: Int
+
+        public init(head: [UInt8], offset: Int, count: Int) {
+            self.head = head
+            self.offset = offset
+            self.count = count
+        }
+    }
+
+    public let fd: Int32
+    public let parts: [Part]
+    public let trailer: [UInt8]
+
+    public init(fd: Int32, parts: [Part], trailer: [UInt8]) {
+        self.fd = fd
+        self.parts = parts
+        self.trailer = trailer
+    }
+
+    var contentLength: Int { parts.reduce(trailer.count) { $0 + $1.head.count + $1.count } }
 }
 
 extension HTTPProblem {

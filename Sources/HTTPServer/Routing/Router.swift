@@ -13,11 +13,12 @@ public struct Admission: Sendable {
     /// Added to the response, whoever produces it (the denial, the handler, a 500 for a handler
     /// that never answered).
     public var responseHeaders: HTTPHeaders
-    /// Runs with the status once the response was sent (or the connection gave up on it).
-    public var completion: (@Sendable (_ status: Int) -> Void)?
+    /// Runs with the status, and the `Location` of what the response created if any, once the
+    /// response was sent (or the connection gave up on it).
+    public var completion: (@Sendable (_ status: Int, _ location: String?) -> Void)?
 
     public init(denial: HTTPResponse? = nil, identity: (any AnyObject & Sendable)? = nil,
-                responseHeaders: HTTPHeaders = HTTPHeaders(), completion: (@Sendable (_ status: Int) -> Void)? = nil)
+                responseHeaders: HTTPHeaders = HTTPHeaders(), completion: (@Sendable (_ status: Int, _ location: String?) -> Void)? = nil)
     {
         self.denial = denial
         self.identity = identity

@@ -10,6 +10,7 @@ extension Connection {
         guard generation == self.generation, phase == .handling, var ex = exchange
         else {
             if case .file(let region) = response.body { region.close() }
+            if case .fileParts(let parts) = response.body { Glibc.close(parts.fd) }
             return
         }
         let config = limits
@@ -18,6 +19,7 @@ extension Connection {
         let keepAlive = ex.head.keepAlive && !ex.unreadBody && !draining && !rawStream
             && requestCount < config.maxRequestsPerConnection
         ex.status = response.status
+        ex.location = response.headers["location"]
         ex.closeAfter = !keepAlive
         exchange = ex
 
@@ -40,6 +42,10 @@ extension Connection {
             head.contentLength = region.count
             head.serialize(into: &outbound)
             if sendsBody { file = region; fileSent = 0 } else { region.close() }
+        case .fileParts(let parts):
+            head.contentLength = parts.contentLength
+            head.serialize(into: &outbound)
+            if sendsBody { fileParts = (parts, 0) } else { Glibc.close(parts.fd) }
         case .stream(let producer):
             head.chunked = !rawStream && !ResponseHead.isBodyless(response.status)
             chunkedStream = !rawStream
@@ -80,6 +86,34 @@ extension Connection {
 
     /// Writes what is pending; completes the response when everything is out.
     func flush() {
+        while flushOnce(), let (parts, next) = fileParts {
+            // The next part's head (or the closing delimiter) goes out, then its region.
+            if next < parts.parts.count {
+                let part = parts.parts[next]
+                fileParts = (parts, next + 1)
+                outbound.append(contentsOf: part.head)
+                file = FileRegion(fd: parts.fd, offset: part.offset, count: part.count)
+                fileSent = 0
+            } else {
+                outbound.append(contentsOf: parts.trailer)
+                Glibc.close(parts.fd)
+                fileParts = nil
+            }
+        }
+        guard phase == .writing, fileParts == nil, file == nil, outboundSent == 0, outbound.isEmpty else { return }
+        guard streamFinished else {
+            // All written so far is out, and the stream waits on its producer: an event stream
+            // may be quiet for minutes, which is no client stalling a write. Without this, every
+            // pause longer than `writeTimeout` cut the stream off.
+            deadline = .max
+            return
+        }
+        responseComplete()
+    }
+
+    /// Writes the pending bytes, then the file region; false when the socket is full (or closed)
+    /// before both are out.
+    private func flushOnce() -> Bool {
         while outboundSent < outbound.count {
             let n = outbound.withUnsafeBytes { buf in
                 Glibc.send(fd, buf.baseAddress! + outboundSent, buf.count - outboundSent, Int32(MSG_NOSIGNAL))
@@ -96,9 +130,10 @@ extension Connection {
                 if phase == .writing && deadline == .max {
                     deadline = MonotonicClock.after(seconds: limits.writeTimeout)
                 }
-                return
+                return false
             }
-            return close()
+            close()
+            return false
         }
         if outbound.capacity > 256 * 1024 {
             outbound = []
@@ -116,22 +151,16 @@ extension Connection {
                     continue
                 }
                 if n < 0 && errno == EINTR { continue }
-                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return false }
                 // The file shrank under us or the client went away: the response cannot complete.
-                return close()
+                close()
+                return false
             }
-            region.close()
+            // A part's region shares the parts' descriptor, closed after the last part.
+            if fileParts == nil { region.close() }
             file = nil
         }
-        guard phase == .writing else { return }
-        guard streamFinished else {
-            // All written so far is out, and the stream waits on its producer: an event stream
-            // may be quiet for minutes, which is no client stalling a write. Without this, every
-            // pause longer than `writeTimeout` cut the stream off.
-            deadline = .max
-            return
-        }
-        responseComplete()
+        return phase != .closed
     }
 
     func responseComplete() {

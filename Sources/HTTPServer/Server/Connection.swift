@@ -45,6 +45,8 @@ final class Connection: EventHandler, @unchecked Sendable {
     var outboundSent = 0
     var file: FileRegion?
     var fileSent = 0
+    /// A multipart body's regions still to send after `file` (which then shares its descriptor).
+    var fileParts: (parts: FileParts, next: Int)?
     var stream: ResponseStream?
     var streamFinished = true
     var chunkedStream = true
@@ -186,8 +188,9 @@ final class Connection: EventHandler, @unchecked Sendable {
         Glibc.close(fd)
         bodyTarget.abort()
         bodyTarget = .discard
-        file?.close()
+        if let parts = fileParts { Glibc.close(parts.parts.fd) } else { file?.close() }
         file = nil
+        fileParts = nil
         if let s = stream {
             stream = nil
             s.terminated()
@@ -195,7 +198,7 @@ final class Connection: EventHandler, @unchecked Sendable {
         if let ex = exchange {
             // A request the client left before it was answered still ran (or may still run): its
             // guard hears of it, with status 0.
-            if ex.status != nil { worker.recordCompleted(ex, remoteAddress: remoteAddress) } else { ex.admission.completion?(0) }
+            if ex.status != nil { worker.recordCompleted(ex, remoteAddress: remoteAddress) } else { ex.admission.completion?(0, nil) }
         }
         exchange = nil
         worker.remove(self)

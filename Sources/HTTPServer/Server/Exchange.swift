@@ -6,6 +6,8 @@ struct Exchange {
     var route = "unmatched"
     var routeIndex = -1
     var status: Int?
+    /// The response's `Location`: what a request created, for its completion (the audit line).
+    var location: String?
     var closeAfter = false
     /// Body bytes the client may still send that were never read.
     var unreadBody = false

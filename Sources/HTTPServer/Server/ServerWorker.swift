@@ -148,7 +148,7 @@ final class ServerWorker: EventHandler, @unchecked Sendable {
 
     func recordCompleted(_ exchange: Exchange, remoteAddress: String) {
         let status = exchange.status ?? 0
-        exchange.admission.completion?(status)
+        exchange.admission.completion?(status, exchange.location)
         let elapsed = MonotonicClock.now() &- exchange.start
         let key = MetricKey(route: exchange.routeIndex, method: exchange.head.method, status: status)
         if let counter = counters[key] {

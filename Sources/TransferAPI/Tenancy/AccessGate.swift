@@ -53,15 +53,31 @@ package struct AccessGate: Sendable {
                          completion: Principal.changes(request.method) ? auditLine(request, principal) : nil)
     }
 
-    /// Every change, allowed or not, is logged with who asked for it and how it ended.
-    private func auditLine(_ request: HTTPRequest, _ principal: Principal) -> @Sendable (Int) -> Void {
+    /// Every change, allowed or not, is logged with who asked for it, what it named (session and
+    /// task, from the path, or the task a creation made, from its `Location`) and how it ended.
+    private func auditLine(_ request: HTTPRequest, _ principal: Principal) -> @Sendable (Int, String?) -> Void {
         let (audit, method, path, id, name) = (audit, request.method, String(request.path), request.id, principal.name)
-        return { status in
-            audit.notice("audit", metadata: [
+        let (session, task) = (request.parameters["identifier"], request.parameters["task"])
+        let traceparent = request.headers["traceparent"]
+        return { status, location in
+            var metadata: Logger.Metadata = [
                 "principal": .string(name), "method": .string(method), "path": .string(path),
                 "status": .stringConvertible(status), "request_id": .string(id),
-            ])
+            ]
+            if let session { metadata["session"] = .string(session) }
+            if let task = task ?? AccessGate.createdTask(location, in: session) { metadata["task"] = .string(task) }
+            if let traceparent, let trace = TraceParent(traceparent) { metadata["traceparent"] = .string(trace.header) }
+            audit.notice("audit", metadata: metadata)
         }
+    }
+
+    /// The task id of `/v1/sessions/{session}/tasks/{task}`, the `Location` of a created task.
+    static func createdTask(_ location: String?, in session: String?) -> String? {
+        guard let location, let session else { return nil }
+        let prefix = "/v1/sessions/\(session)/tasks/"
+        guard location.hasPrefix(prefix) else { return nil }
+        let id = location.dropFirst(prefix.count)
+        return id.isEmpty || id.contains("/") ? nil : String(id)
     }
 
     /// A 401 and why.

@@ -207,6 +207,7 @@ final class DelegateChannel: @unchecked Sendable {
                                              "seq": .stringConvertible(event.seq), "attempt": .stringConvertible(attempt),
                                              "error": .string(outcome.failure?.message ?? status.map { "HTTP \($0)" } ?? "no response")]
             if let status { metadata["status"] = .stringConvertible(status) }
+            if let task = event.task { metadata["task"] = .string(task) }
             if let retryDelay { metadata["retry_in_s"] = .stringConvertible((retryDelay * 10).rounded() / 10) }
             coordinator.logger.warning("webhook delivery failed", metadata: metadata)
         }

@@ -93,12 +93,27 @@ extension TaskCoordinator {
         spec.method = "POST"
         spec.headers = [("Content-Type", "application/json"), ("User-Agent", "transferd/\(TransferdVersion.current)")]
             + WebhookSigner.headers(id: event.id, timestamp: Timestamp.now().milliseconds / 1000, body: body, key: delegate.key)
+        if let trace = traceparent(of: event, in: session).flatMap(TraceParent.init) {
+            spec.headers.append(("traceparent", trace.child()))
+        }
         spec.body = .bytes(body)
         spec.output = .discard
         spec.followRedirects = false
         spec.idleTimeout = 15
         spec.totalTimeout = 15
         engine.submit(spec, observer: DeliveryObserver(completion: completion))
+    }
+
+    /// The trace of the task an event is about: from memory while the task is there, else from
+    /// its stored record — looked up only in sessions that traced a task.
+    private func traceparent(of event: Event, in session: SessionState) -> String? {
+        guard let id = event.task else { return nil }
+        let (traced, inMemory): (Bool, String??) = session.locked {
+            (session.tracesTasks, session.tasks[id].map { $0.record.traceparent })
+        }
+        guard traced else { return nil }
+        if let inMemory { return inMemory }
+        return (try? store(of: session).loadTask(session: session.identifier, id: id))?.flatMap(\.traceparent)
     }
 
     /// Deliveries of a session run as their own engine session, so they never wait behind its

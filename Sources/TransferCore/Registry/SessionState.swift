@@ -45,6 +45,10 @@ package final class SessionState: @unchecked Sendable {
     /// (they still count in `busyCount`): the session is idle when they are all there is.
     var busyTasksEnding = 0
 
+    /// Whether a task of this process's life was traced (`traceparent`): only then is a webhook's
+    /// task looked up for one, so untraced sessions pay nothing per delivery.
+    var tracesTasks = false
+
     /// Events journaled and not yet acknowledged (lock held).
     package var pendingEvents: Int { Int(max(0, nextEventSeq - 1 - ackedThrough)) }
 
@@ -69,6 +73,7 @@ package final class SessionState: @unchecked Sendable {
     /// Adds a task to memory (lock held).
     func addTask(_ entry: TaskEntry) {
         tasks[entry.record.id] = entry
+        if entry.record.traceparent != nil { tracesTasks = true }
         if let key = entry.record.idempotencyKey { idempotencyIndex[key] = entry.record.id }
     }
 

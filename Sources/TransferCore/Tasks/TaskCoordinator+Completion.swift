@@ -25,13 +25,19 @@ extension TaskCoordinator {
             entry.record = record
             return (entry.output, record, session.configuration)
         }
-        guard let (output, record, configuration) = taken else { return }
+        guard let (attemptOutput, record, configuration) = taken else { return }
 
         let event: TaskLifecycle.Event
         var ending: TaskError?
         switch outcome.stopReason {
         case .suspended?:
             event = .transferStopped(.suspended)
+        case .shutdown? where session.mode == .default:
+            // A default session's task does not outlive the process: it completes `interrupted`
+            // now, with resume data, rather than at the next start — so what the store holds
+            // after the shutdown is what a client will read, and its events go out with it.
+            ending = TaskError(code: .interrupted, message: "transferd shut down while the task was running")
+            event = .transferFailed(.interrupted, .stop(resumable: true))
         case .shutdown?:
             event = .transferStopped(.shutdown)
         case .cancelled?:
@@ -63,19 +69,26 @@ extension TaskCoordinator {
                                                              attempts: record.metrics.attempts, deadline: deadline)
             {
                 // A status the session retries: what came with it is not the body wanted.
-                output?.truncate()
+                attemptOutput?.truncate()
                 ending = TaskError(code: .badServerResponse, message: "HTTP \(status)")
                 event = .transferFailed(.badServerResponse, .retry(after: delay))
+            } else if let error = TaskCoordinator.httpError(outcome.response, configuration: configuration) {
+                ending = error
+                event = .transferFailed(.httpError, .stop(resumable: false))
             } else {
                 event = .transferFinished
             }
         }
+        var output = attemptOutput
+        if ending?.code == .httpError, case .transferFailed = event {
+            output = keepErrorBody(output, outcome: outcome, entry: entry, in: session)
+        }
         let actions = session.locked { step(entry, event) }
         if actions == [.complete(nil)] { return finishSuccessfully(outcome, output: output, entry: entry, in: session) }
         if case .transferFailed(_, .retry(let delay)) = event, actions.contains(.releaseOutput), let ending {
-            logger.info("retrying", metadata: ["session": .string(session.identifier), "task": .string(record.id),
-                                               "after_s": .stringConvertible(delay), "reason": .string(ending.message),
-                                               "attempts": .stringConvertible(record.metrics.attempts)])
+            logger.info("retrying", metadata: TaskCoordinator.logMetadata(of: record).merging([
+                "after_s": .stringConvertible(delay), "reason": .string(ending.message),
+                "attempts": .stringConvertible(record.metrics.attempts)]) { $1 })
         }
         perform(actions, of: entry, in: session, output: output, ending: ending)
     }
@@ -181,9 +194,11 @@ extension TaskCoordinator {
         // A failure gets a line of its own, for an operator who greps the log rather than the
         // API; a cancellation is what a client asked for, not a failure.
         if let error = done.error, error.code != .cancelled {
-            var metadata: Logger.Metadata = ["session": .string(session.identifier), "task": .string(done.id),
-                                             "code": .string(error.code.rawValue), "error": .string(error.message),
-                                             "attempts": .stringConvertible(done.metrics.attempts)]
+            var metadata = TaskCoordinator.logMetadata(of: done)
+            metadata["code"] = .string(error.code.rawValue)
+            metadata["error"] = .string(error.message)
+            metadata["attempts"] = .stringConvertible(done.metrics.attempts)
+            if let status = error.status { metadata["status"] = .stringConvertible(status) }
             if let curl = error.curlCode { metadata["curl_code"] = .stringConvertible(curl) }
             logger.warning("task failed", metadata: metadata)
         }
@@ -210,6 +225,17 @@ extension TaskCoordinator {
         }
         events.append(EventDraft(.taskCompleted, task: record.id, data: api, endsBusyTask: endsBusy))
         return events
+    }
+
+    /// What every log line about a task carries: its session, its id, and its trace when the
+    /// creating request had one.
+    static func logMetadata(of record: TaskRecord) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["session": .string(record.session), "task": .string(record.id)]
+        if let traceparent = record.traceparent {
+            metadata["traceparent"] = .string(traceparent)
+            metadata["trace_id"] = .string(String(traceparent.dropFirst(3).prefix(32)))
+        }
+        return metadata
     }
 
     /// Folds what the attempt learned into the task: response, progress, metrics.

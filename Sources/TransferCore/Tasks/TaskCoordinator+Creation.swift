@@ -195,6 +195,7 @@ extension TaskCoordinator {
         record.validator = request.resumeFrom?.validator
         record.idempotencyKey = idempotency?.key
         record.idempotencyHash = idempotency?.bodyHash
+        record.traceparent = request.traceparent
         if case .inline(let bytes)? = request.body { record.progress.bytesExpectedToSend = Int64(bytes.count) }
         return record
     }

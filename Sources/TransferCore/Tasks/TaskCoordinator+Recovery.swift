@@ -68,6 +68,20 @@ extension TaskCoordinator {
         sweepOrphanFiles(startedAt: recoveryStarted.adding(seconds: -0.5))
     }
 
+    /// Shutdown, once transfers stopped: a default session's tasks do not outlive the process, so
+    /// those at rest — suspended, or waiting for a retry or their `begin_at` — complete
+    /// `interrupted` now (with resume data where a partial file allows), as the running ones did
+    /// when their transfers stopped, instead of at the next start.
+    func interruptDefaultTasksAtRest() {
+        let interrupted = TaskError(code: .interrupted, message: "transferd shut down while the task was unfinished")
+        for session in registry.all where session.mode == .default {
+            let settled = session.locked {
+                session.tasks.values.filter(\.lifecycle.isAtRest).map { ($0, step($0, .processStopping)) }
+            }
+            for (entry, actions) in settled { perform(actions, of: entry, in: session, ending: interrupted) }
+        }
+    }
+
     /// Session directories with no stored session (ephemeral sessions of an earlier run, sessions
     /// whose removal was cut short) are removed.
     private func sweepOrphanDirectories() {

@@ -44,6 +44,11 @@ extension TaskCoordinator {
             taskHeaders.append(Header(name: "Content-Type", value: contentType))
         }
         spec.headers = TaskCoordinator.mergedHeaders(session: configuration.headers, task: taskHeaders)
+        if let trace = record.traceparent.flatMap(TraceParent.init) {
+            // The task's trace wins over a traceparent among its headers: one trace per task.
+            spec.headers.removeAll { $0.0.lowercased() == "traceparent" }
+            spec.headers.append(("traceparent", trace.child()))
+        }
         spec.preparer = TaskFilePreparer(coordinator: self, session: session, entry: entry, body: body)
         spec.idleTimeout = configuration.timeoutRequest
         spec.totalTimeout = remaining

@@ -88,6 +88,7 @@ package final class TaskCoordinator: @unchecked Sendable {
     package func endWaits() { openWaits.end() }
 
     package func shutdown() {
+        interruptDefaultTasksAtRest()
         // Webhook bookkeeping waiting for its batch is stored while the store is still open.
         for session in registry.all { session.locked { session.channel }?.saveNow() }
         clock.stopAndJoin()
@@ -115,8 +116,18 @@ package final class TaskCoordinator: @unchecked Sendable {
         // answers in that order.
         session.feed.serially {
             let events = journal(drafts, reportedBy: entry, in: session)
-            store.commit(events.isEmpty ? changes : changes + [.insertEvents(events)]) { result in
-                if case .success = result { session.feed.publish(events) }
+            store.commit(events.isEmpty ? changes : changes + [.insertEvents(events)]) { [logger] result in
+                switch result {
+                case .success:
+                    session.feed.publish(events)
+                case .failure(let error):
+                    // Every failed commit, whoever asked for it, gets its line: the store is where
+                    // an operator must look first.
+                    var metadata: Logger.Metadata = ["session": .string(session.identifier), "error": "\(error)",
+                                                     "changes": .stringConvertible(changes.count)]
+                    if let entry { metadata["task"] = .string(session.locked { entry.record.id }) }
+                    logger.error("store error", metadata: metadata)
+                }
                 then(result)
             }
         }
@@ -160,10 +171,8 @@ package final class TaskCoordinator: @unchecked Sendable {
         let document = record.storageDocument()
         let update: StoreChange = record.isCompleted
             ? .updateTask(record, document: document) : .updateTaskKeepingState(record, document: document)
-        persist(session, events: events(api), reportedBy: entry, [update] + also) { [self] result in
-            if case .failure(let error) = result {
-                logger.error("cannot store task", metadata: ["task": "\(session.identifier)/\(record.id)", "error": "\(error)"])
-            }
+        // A failure is logged by `persist`.
+        persist(session, events: events(api), reportedBy: entry, [update] + also) { [self] _ in
             publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted, endsBusy: endsBusy)
             then?()
         }

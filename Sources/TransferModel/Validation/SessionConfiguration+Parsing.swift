@@ -17,6 +17,7 @@ extension SessionConfiguration {
         config.waitsForConnectivity = try r.bool("waits_for_connectivity")
         config.discretionary = try r.bool("discretionary") ?? false
         config.verifyOriginDigests = try r.bool("verify_origin_digests") ?? true
+        config.failOnHTTPError = try r.bool("fail_on_http_error") ?? false
         if var c = try r.object("cookies") {
             if let accept = try c.string("accept") {
                 guard let a = Cookies.Accept(rawValue: accept) else {

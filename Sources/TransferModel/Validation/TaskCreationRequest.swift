@@ -25,6 +25,8 @@ package struct TaskCreationRequest: Sendable {
     /// `resume_data` as given; `resumeFrom` once verified (`TaskCoordinator.resolveResumeData`).
     package var resumeToken: String?
     package var resumeFrom: ResumeData?
+    /// The creating request's `traceparent` header, when valid (not a member of the body).
+    package var traceparent: String?
 
     package static func parse(_ value: JSONValue, field: String) throws(Refusal) -> TaskCreationRequest {
         var r = try ObjectReader(value, path: field)

@@ -19,7 +19,7 @@ extension Integration {
 
         static func server(_ statuses: Statuses) throws -> TestServer {
             let check: RequestGuard = { request in
-                let completion: @Sendable (Int) -> Void = { statuses.record($0) }
+                let completion: @Sendable (Int, String?) -> Void = { status, _ in statuses.record(status) }
                 let headers = HTTPHeaders([("X-Caller-Budget", "7")])
                 guard let name = request.headers["x-caller"] else {
                     return Admission(denial: .problem(HTTPProblem(401, "unauthorized", "who are you")),
@@ -69,7 +69,7 @@ extension Integration {
             let statuses = Statuses()
             let gate = Mutex<Responder?>(nil)
             let server = try TestServer { t in
-                t.add("GET", "/slow", guard: { _ in Admission(completion: { statuses.record($0) }) }) { _, responder in
+                t.add("GET", "/slow", guard: { _ in Admission(completion: { status, _ in statuses.record(status) }) }) { _, responder in
                     gate.withLock { $0 = responder }
                 }
             }

@@ -75,6 +75,36 @@ extension Integration {
             #expect(try client.readResponse().body.count == 70_001)
         }
 
+        @Test func filePartsInterleaveHeadsAndRegionsExactly() throws {
+            // Regions of megabytes each: every one takes several sendfile calls and socket stalls.
+            let file = try TempFile(patternBytes(6 * 1024 * 1024))
+            let regions = [(0, 1), (10, 2 * 1024 * 1024), (3 * 1024 * 1024, 3 * 1024 * 1024)]
+            let parts = regions.enumerated().map { i, r in
+                FileParts.Part(head: Array("<part \(i)>".utf8), offset: r.0, count: r.1)
+            }
+            let server = try TestServer { t in
+                t.add("GET", "/parts") { _, r in
+                    r.respond(HTTPResponse(status: 206, body: .fileParts(FileParts(fd: file.open(), parts: parts, trailer: Array("<end>".utf8)))))
+                }
+            }
+            defer { server.shutdown() }
+            let client = try server.connect(timeout: 15)
+            var expected: [UInt8] = []
+            for (i, r) in regions.enumerated() {
+                expected += Array("<part \(i)>".utf8) + Array(file.contents[r.0..<(r.0 + r.1)])
+            }
+            expected += Array("<end>".utf8)
+            for _ in 0..<2 {
+                try client.send(request("GET", "/parts"))
+                let response = try client.readResponse()
+                #expect(response.status == 206)
+                #expect(response.header("Content-Length") == String(expected.count))
+                #expect(response.body == expected)
+            }
+            try client.send(request("HEAD", "/parts"))
+            #expect(try client.readResponse(isHead: true).header("Content-Length") == String(expected.count))
+        }
+
         @Test func bodylessStatusesCarryNoBody() throws {
             // RFC 9110 §6.4.1: 204 and 304 end at their header section, whatever the handler passed.
             let server = try TestServer { t in
