@@ -18,7 +18,7 @@ struct EventRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit", "wait"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                let limit = try RouteSupport.limit(request)
+                let limit = try Pagination.limit(request)
                 let wantsStream = request.headers["accept"]?.lowercased().contains("text/event-stream") ?? false
                 // A reconnecting EventSource names the last event it saw (WHATWG HTML §9.2.4);
                 // without any cursor, reading starts after what was acknowledged: what a
@@ -47,7 +47,8 @@ struct EventRoutes {
                         json.key("events"); json.beginArray()
                         for event in events { event.encode(into: &json) }
                         json.endArray()
-                        json.key("next"); json.int(events.last?.seq ?? after)
+                        // The stream's cursor is the seq read through: a string, as every list's is.
+                        json.key("next"); json.string(String(events.last?.seq ?? after))
                         json.key("pending_events"); json.int(session.locked { session.pendingEvents })
                         json.endObject()
                     })
@@ -84,14 +85,14 @@ struct EventRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                let page = try coordinator.deliveries(session, after: try EventRoutes.cursor(request.query("after"), field: "after") ?? 0,
-                                                      limit: try RouteSupport.limit(request))
+                let page = try coordinator.deliveries(session, after: try Pagination.afterPosition(request),
+                                                      limit: try Pagination.limit(request))
                 responder.respond(RouteSupport.json { json in
                     json.beginObject()
                     json.key("deliveries"); json.beginArray()
                     for (_, a) in page.rows { EventRoutes.encode(a, into: &json) }
                     json.endArray()
-                    json.key("next"); if let next = page.next { json.string(String(next)) } else { json.null() }
+                    Pagination.writeNext(page.next.map(String.init), into: &json)
                     json.endObject()
                 })
             }

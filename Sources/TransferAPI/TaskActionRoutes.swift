@@ -34,10 +34,12 @@ struct TaskActionRoutes {
         }
     }
 
-    /// The session and task id a task action is for. Actions take no query parameters.
+    /// The session and task id a task action is for, once `If-Match` holds. Actions take no query
+    /// parameters.
     static func target(_ request: HTTPRequest, _ coordinator: TaskCoordinator) throws(Refusal) -> (SessionState, String) {
         try RouteSupport.checkQuery(request, allowed: [])
         let session = try coordinator.session(try RouteSupport.identifier(request))
+        try TaskRoutes.checkIfMatch(request, session, coordinator)
         return (session, request.parameters["task"] ?? "")
     }
 }

@@ -23,13 +23,13 @@ struct TaskRoutes {
                     release()
                     switch result {
                     case .success(.created(let created)):
-                        responder.respond(.json(created[0].reply, status: 201, headers: HTTPHeaders([
+                        responder.respond(EntityTag.reply(created[0].reply, status: 201, headers: HTTPHeaders([
                             ("Location", "/v1/sessions/\(session.identifier)/tasks/\(created[0].id)"),
                         ])))
                     case .success(.replayed(let record)):
                         var headers = TaskRoutes.location(record)
                         headers.add("Idempotent-Replayed", "true")
-                        responder.respond(.json(record.jsonBytes(), status: 201, headers: headers))
+                        responder.respond(EntityTag.reply(record.jsonBytes(), status: 201, headers: headers))
                     case .failure(let error):
                         responder.respond(error.response)
                     }
@@ -75,12 +75,8 @@ struct TaskRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["limit", "after", "state", "kind"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                let limit = try RouteSupport.limit(request)
-                var after: Int64 = 0
-                if let cursor = request.query("after") {
-                    guard let n = Int64(cursor), n >= 0 else { throw Refusal(.invalid, "validation_failed", "after must be a cursor from next", field: "after") }
-                    after = n
-                }
+                let limit = try Pagination.limit(request)
+                let after = try Pagination.afterPosition(request)
                 var state: TaskState?
                 if let text = request.query("state") {
                     guard let s = TaskState(rawValue: text) else {
@@ -101,7 +97,7 @@ struct TaskRoutes {
                     json.key("tasks"); json.beginArray()
                     for r in page.tasks { r.encode(into: &json) }
                     json.endArray()
-                    json.key("next"); json.optionalString(page.next.map(String.init))
+                    Pagination.writeNext(page.next.map(String.init), into: &json)
                     json.endObject()
                 })
             }
@@ -119,7 +115,8 @@ struct TaskRoutes {
                     wait = s
                 }
                 if wait == 0 {
-                    responder.respond(.json(try coordinator.taskJSON(session, id)))
+                    let representation = try coordinator.taskJSON(session, id)
+                    responder.respond(EntityTag.notModified(request, representation) ?? EntityTag.reply(representation))
                     return
                 }
                 coordinator.waitForTask(session, id, seconds: wait) { result in
@@ -135,6 +132,7 @@ struct TaskRoutes {
                 let priority = try body.number("priority", in: 0...1)
                 let description = try body.nullableString("description", maxLength: 4096)
                 try body.finish()
+                try TaskRoutes.checkIfMatch(request, session, coordinator)
                 coordinator.update(session, request.parameters["task"] ?? "", priority: priority, description: description) { result in
                     TaskRoutes.respond(result, responder)
                 }
@@ -144,6 +142,7 @@ struct TaskRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
+                try TaskRoutes.checkIfMatch(request, session, coordinator)
                 coordinator.delete(session, request.parameters["task"] ?? "") { result in
                     switch result {
                     case .success: responder.respond(HTTPResponse(status: 204))
@@ -174,9 +173,14 @@ struct TaskRoutes {
 
     static func respond(_ result: Result<TaskRecord, Refusal>, _ responder: Responder) {
         switch result {
-        case .success(let record): responder.respond(.json(record.jsonBytes()))
+        case .success(let record): responder.respond(EntityTag.reply(record.jsonBytes()))
         case .failure(let error): responder.respond(error.response)
         }
+    }
+
+    /// `If-Match` against the task the path names, as it is now.
+    static func checkIfMatch(_ request: HTTPRequest, _ session: SessionState, _ coordinator: TaskCoordinator) throws(Refusal) {
+        try EntityTag.checkIfMatch(request) { try? coordinator.taskJSON(session, request.parameters["task"] ?? "") }
     }
 
     static func location(_ record: TaskRecord) -> HTTPHeaders {

@@ -33,6 +33,19 @@ public struct HTTPResponse: Sendable {
     }
 }
 
+extension HTTPResponse {
+    /// A problem document names the request it answers as its `instance` (RFC 9457 §3.1.5): the
+    /// `X-Request-Id` the response carries, so a client's report can be found in the logs. The id
+    /// is a plain token (see `ServerWorker.requestID`), so it needs no escaping.
+    mutating func addProblemInstance(_ requestID: String) {
+        guard status >= 400, !requestID.isEmpty, headers["content-type"] == "application/problem+json",
+              case .bytes(var bytes) = body, bytes.last == UInt8(ascii: "}") else { return }
+        bytes.removeLast()
+        bytes.append(contentsOf: Array(#","instance":"\#(requestID)"}"#.utf8))
+        body = .bytes(bytes)
+    }
+}
+
 /// What follows the head of a response.
 public enum ResponseBody: Sendable {
     case empty

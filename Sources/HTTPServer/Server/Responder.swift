@@ -18,11 +18,23 @@ public final class Responder: @unchecked Sendable {
         self.requestID = requestID
     }
 
+    /// What a handler asked to be done to its response before it goes out (set before the handler
+    /// hands the responder on, so the thread that answers sees it).
+    private var interceptor: (@Sendable (HTTPResponse) -> HTTPResponse)?
+
+    /// Has `transform` see, and may change, the response this responder is given.
+    public func intercept(_ transform: @escaping @Sendable (HTTPResponse) -> HTTPResponse) {
+        interceptor = transform
+    }
+
     public func respond(_ response: HTTPResponse) {
         guard !answered.exchange(true, ordering: .acquiringAndReleasing) else {
             assertionFailure("a request was answered twice")
             return
         }
+        var final = interceptor?(response) ?? response
+        final.addProblemInstance(requestID)
+        let response = final
         if loop.inLoop {
             connection.send(response, generation: generation)
         } else {
