@@ -55,7 +55,7 @@ struct EventRoutes {
                 }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/events/ack", .session) { request, _, responder in
+        table.add("POST", "/v1/sessions/{identifier}/events/ack", .session, idempotent: true) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -97,7 +97,7 @@ struct EventRoutes {
                 })
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/events/{event}/redeliver", .session) { request, _, responder in
+        table.add("POST", "/v1/sessions/{identifier}/events/{event}/redeliver", .session, idempotent: true) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -109,11 +109,12 @@ struct EventRoutes {
         }
     }
 
-    /// A seq cursor: a whole number ≥ 0, or absent.
+    /// The event stream's cursor: the seq read through (a whole number ≥ 0, as a string like every
+    /// list's cursor), or absent.
     static func cursor(_ text: String?, field: String) throws(Refusal) -> Int64? {
         guard let text else { return nil }
         guard let n = Int64(text.trimmingCharacters()), n >= 0 else {
-            throw Refusal(.invalid, "validation_failed", "\(field) must be an event seq", field: field)
+            throw Refusal(.malformed, "invalid_parameter", "\(field) must be an event seq", field: field)
         }
         return n
     }

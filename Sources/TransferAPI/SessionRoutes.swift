@@ -81,7 +81,7 @@ struct SessionRoutes {
         for (action, perform) in [("reset", coordinator.reset), ("flush", coordinator.flush)]
             as [(String, @Sendable (SessionState, @escaping @Sendable () -> Void) -> Void)]
         {
-            table.add("POST", "/v1/sessions/{identifier}/\(action)", .session) { request, _, responder in
+            table.add("POST", "/v1/sessions/{identifier}/\(action)", .session, idempotent: true) { request, _, responder in
                 RouteSupport.answer(responder) { () throws(Refusal) in
                     try RouteSupport.checkQuery(request, allowed: [])
                     let session = try coordinator.session(try RouteSupport.identifier(request))

@@ -36,7 +36,7 @@ struct TaskRoutes {
                 }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/tasks:batch", .session) { request, principal, responder in
+        table.add("POST", "/v1/sessions/{identifier}/tasks:batch", .session, idempotent: true) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))

@@ -72,7 +72,8 @@ public struct FileRegion: Sendable {
 }
 
 extension HTTPProblem {
-    /// The RFC 9457 document: `type`, `title`, `status`, `detail`, and our stable `code`.
+    /// The RFC 9457 document: `type`, `title`, `status`, `detail`, our stable `code`, and `errors`
+    /// (no field is at fault in a problem the server itself finds).
     public func jsonBytes() -> [UInt8] {
         var out = JSONWriter()
         out.beginObject()
@@ -81,6 +82,7 @@ extension HTTPProblem {
         out.key("status"); out.int(status)
         out.key("detail"); out.string(detail)
         out.key("code"); out.string(code)
+        out.key("errors"); out.beginArray(); out.endArray()
         out.endObject()
         return out.bytes
     }
