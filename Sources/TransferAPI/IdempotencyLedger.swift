@@ -3,8 +3,8 @@ import HTTPServer
 import Reactor
 import TransferModel
 
-/// `Idempotency-Key` for the POSTs that act (task actions, batches, acknowledgements, redelivery,
-/// session reset and flush): the first successful reply to a key is kept for 24 hours, and the
+/// `Idempotency-Key` for the POSTs that create or act (blobs, task actions, batches,
+/// acknowledgements, redelivery, session reset and flush): the first successful reply to a key is kept for 24 hours, and the
 /// same key with the same body gets that reply again instead of a second action; with another
 /// body it is refused. Keys are scoped by principal and path, so tenants never see each other's
 /// replies, and the ledger is bounded (oldest dropped first). It lives in memory: after a restart a
@@ -31,14 +31,17 @@ final class IdempotencyLedger: Sendable {
     private let state = Locked(State())
 
     /// Runs `act` unless the key says its reply is already known (or the key is misused).
-    func guarded(_ request: HTTPRequest, _ principal: Principal, _ responder: Responder, _ act: () -> Void) {
+    /// `bodyHash` is the sha256 (hex) of a body that was streamed rather than buffered.
+    func guarded(_ request: HTTPRequest, _ principal: Principal, _ responder: Responder, bodyHash: String? = nil,
+                 _ act: () -> Void)
+    {
         guard let key = request.headers["idempotency-key"] else { return act() }
         guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return responder.respond(Refusal(.malformed, "invalid_idempotency_key",
                                              "Idempotency-Key must be 1–255 printable ASCII characters").response)
         }
         let scope = "\(principal.name)\u{0}\(request.method) \(request.path)\u{0}\(key)"
-        let hash = SHA256Hex.of(request.body)
+        let hash = bodyHash ?? SHA256Hex.of(request.body)
         let now = Double(MonotonicClock.now()) / 1e9
         let found: Entry? = state.withLock { s in
             expire(&s, now: now)
