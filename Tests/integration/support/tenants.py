@@ -112,7 +112,7 @@ def comparable(response: requests.Response, renames: Mapping[str, str]) -> tuple
     that does not exist."""
     headers = {k.lower(): v for k, v in response.headers.items() if k.lower() not in PER_REQUEST_HEADERS}
     text = response.text
-    if headers.get("content-type") == "application/problem+json":
+    if headers.get("content-type") == "application/problem+json" and text:
         # A problem's `instance` is the request's own id, like X-Request-Id.
         text = json.dumps({k: v for k, v in response.json().items() if k != "instance"})
     return response.status_code, headers, renamed(text, renames)
