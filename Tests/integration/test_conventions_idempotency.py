@@ -101,3 +101,26 @@ def test_a_refused_request_does_not_use_up_its_key(transferd):
     assert_problem(transferd.post(path, json={"through": "x"}, headers={"Idempotency-Key": "k"}), 422)
     assert transferd.post(path, json={"through": 0}, headers={"Idempotency-Key": "k"}).status_code == 200
     assert_problem(transferd.post(path, json={}, headers={"Idempotency-Key": "bad key"}), 400, "invalid_idempotency_key")
+
+
+def test_keys_of_durable_things_survive_a_restart(transferd, origin):
+    sid = create_session(transferd, mode="background")
+    task = create_task(transferd, sid, download(origin.url("/bytes/3000000?rate=100000"), start=False))
+    resume = task_path(sid, task["id"], "/resume")
+    resumed = transferd.post(resume, headers={"Idempotency-Key": "resume-restart"})
+    assert resumed.status_code == 200, resumed.text
+    assert transferd.post(task_path(sid, task["id"], "/suspend")).json()["state"] == "suspended"
+    ack = transferd.post(events_path(sid, "/ack"), json={"through": 1}, headers={"Idempotency-Key": "ack-restart"})
+    content = secrets.token_bytes(1024)
+    blob = transferd.post("/v1/blobs", data=content, headers={"Idempotency-Key": "blob-restart"})
+    assert ack.status_code == 200 and blob.status_code == 201
+    transferd.restart()
+    again = transferd.post(events_path(sid, "/ack"), json={"through": 1}, headers={"Idempotency-Key": "ack-restart"})
+    assert (again.status_code, again.content, again.headers.get("Idempotent-Replayed")) == (200, ack.content, "true")
+    stored = transferd.post("/v1/blobs", data=content, headers={"Idempotency-Key": "blob-restart"})
+    assert (stored.status_code, stored.content, stored.headers["Location"]) == (201, blob.content, blob.headers["Location"])
+    assert_problem(transferd.post(events_path(sid, "/ack"), json={"through": 2}, headers={"Idempotency-Key": "ack-restart"}),
+                   422, "idempotency_key_reused")
+    replayed = transferd.post(resume, headers={"Idempotency-Key": "resume-restart"})
+    assert (replayed.status_code, replayed.content) == (200, resumed.content)
+    assert get_task(transferd, sid, task["id"])["state"] == "suspended", "the replayed resume ran again"

@@ -18,12 +18,13 @@ public final class Responder: @unchecked Sendable {
         self.requestID = requestID
     }
 
-    /// What a handler asked to be done to its response before it goes out (set before the handler
+    /// What a handler asked to happen to its response before it goes out (set before the handler
     /// hands the responder on, so the thread that answers sees it).
-    private var interceptor: (@Sendable (HTTPResponse) -> HTTPResponse)?
+    private var interceptor: (@Sendable (HTTPResponse, @escaping @Sendable (HTTPResponse) -> Void) -> Void)?
 
-    /// Has `transform` see, and may change, the response this responder is given.
-    public func intercept(_ transform: @escaping @Sendable (HTTPResponse) -> HTTPResponse) {
+    /// Has `transform` see the response this responder is given, and send it (or another) on
+    /// through the function it is passed, now or later, from any thread.
+    public func intercept(_ transform: @escaping @Sendable (HTTPResponse, _ send: @escaping @Sendable (HTTPResponse) -> Void) -> Void) {
         interceptor = transform
     }
 
@@ -32,7 +33,12 @@ public final class Responder: @unchecked Sendable {
             assertionFailure("a request was answered twice")
             return
         }
-        var final = interceptor?(response) ?? response
+        guard let interceptor else { return send(response) }
+        interceptor(response) { [self] in send($0) }
+    }
+
+    private func send(_ response: HTTPResponse) {
+        var final = response
         final.addProblemInstance(requestID)
         let response = final
         if loop.inLoop {

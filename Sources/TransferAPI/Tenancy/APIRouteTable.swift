@@ -10,11 +10,12 @@ struct APIRouteTable {
     private(set) var table: RouteTable
     let gate: AccessGate
     /// Replies kept for `Idempotency-Key`, shared by every route that honours it.
-    let ledger = IdempotencyLedger()
+    let ledger: IdempotencyLedger
 
-    init(_ table: RouteTable, gate: AccessGate) {
+    init(_ table: RouteTable, gate: AccessGate, ledger: IdempotencyLedger) {
         self.table = table
         self.gate = gate
+        self.ledger = ledger
     }
 
     /// `idempotent`: the route acts, and honours `Idempotency-Key` (see `IdempotencyLedger`).
