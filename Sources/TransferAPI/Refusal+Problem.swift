@@ -4,7 +4,7 @@ import TransferCore
 import TransferModel
 
 /// Where a refusal becomes HTTP: its status, and the problem document (RFC 9457) that carries it,
-/// with every field at fault in `errors` (the responder adds `instance`, the request id).
+/// with every field at fault in `errors` (the connection adds `instance`, the request id).
 extension Refusal {
     var status: Int {
         switch reason {

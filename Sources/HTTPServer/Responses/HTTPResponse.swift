@@ -35,7 +35,8 @@ public struct HTTPResponse: Sendable {
 
 extension HTTPResponse {
     /// A problem document names the request it answers as its `instance` (RFC 9457 §3.1.5): the
-    /// `X-Request-Id` the response carries, so a client's report can be found in the logs. The id
+    /// `X-Request-Id` the response carries, so a client's report can be found in the logs. Every
+    /// response goes through `Connection.send`, which adds it. The id
     /// is a plain token (see `ServerWorker.requestID`), so it needs no escaping.
     mutating func addProblemInstance(_ requestID: String) {
         guard status >= 400, !requestID.isEmpty, headers["content-type"] == "application/problem+json",

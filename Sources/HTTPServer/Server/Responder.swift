@@ -38,9 +38,6 @@ public final class Responder: @unchecked Sendable {
     }
 
     private func send(_ response: HTTPResponse) {
-        var final = response
-        final.addProblemInstance(requestID)
-        let response = final
         if loop.inLoop {
             connection.send(response, generation: generation)
         } else {
