@@ -42,10 +42,12 @@ final class IdempotencyLedger: Sendable {
     func guarded(_ request: HTTPRequest, _ principal: Principal, _ responder: Responder, bodyHash: String? = nil,
                  _ act: () -> Void)
     {
-        guard let key = request.headers["idempotency-key"] else { return act() }
-        guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            return responder.respond(Refusal(.malformed, "invalid_idempotency_key",
-                                             "Idempotency-Key must be 1–255 printable ASCII characters").response)
+        let key: String
+        do {
+            guard let given = try IdempotencyLedger.key(request) else { return act() }
+            key = given
+        } catch {
+            return responder.respond(error.response)
         }
         // Spaces part them: none can be in a principal name, a request path or a key.
         let scope = "\(principal.name) \(request.method) \(request.path) \(key)"
@@ -104,6 +106,15 @@ final class IdempotencyLedger: Sendable {
             state.withLock { $0.entries[scope]?.reply = response }
             send(response)
         }
+    }
+
+    /// The request's `Idempotency-Key`, if it has one: 1–255 printable ASCII characters.
+    static func key(_ request: HTTPRequest) throws(Refusal) -> String? {
+        guard let key = request.headers["idempotency-key"] else { return nil }
+        guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw Refusal(.malformed, "invalid_idempotency_key", "Idempotency-Key must be 1–255 printable ASCII characters")
+        }
+        return key
     }
 
     private static func response(of reply: StoredReply) -> HTTPResponse {

@@ -189,10 +189,7 @@ struct TaskRoutes {
 
     /// `Idempotency-Key` with the sha256 of the body it guards.
     static func idempotencyClaim(_ request: HTTPRequest) throws(Refusal) -> IdempotencyClaim? {
-        guard let key = request.headers["idempotency-key"] else { return nil }
-        guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw Refusal(.malformed, "invalid_idempotency_key", "Idempotency-Key must be 1–255 printable ASCII characters")
-        }
+        guard let key = try IdempotencyLedger.key(request) else { return nil }
         let hash = SHA256Hex.of(request.body)
         return IdempotencyClaim(key: key, bodyHash: hash)
     }

@@ -11,10 +11,11 @@ when DNS has no answer) and no connection is made.
 This file is also the schemathesis hooks module (`SCHEMATHESIS_HOOKS` points at it). The hooks
 only adjust generated *valid* requests for rules a JSON Schema cannot state or for state the
 server keeps between requests, so that a valid request stays valid:
-  - `retry.backoff_initial_s` must not exceed `retry.backoff_max_s` (a comparison of two members);
+  - `retry.backoff_initial_s` must not exceed `retry.backoff_max_s` (a comparison of two members),
+    in a session's `PUT` and `PATCH` alike;
   - an `Idempotency-Key` reused with another body is rightly 422 `idempotency_key_reused`: on every
     operation that takes one, the key is made unique per body (same body, same key — so replays
-    are still exercised);
+    are still exercised; a blob's, whose multipart bytes differ each time, per case);
   - `?wait=` long-polls up to 600 s on a task that does not complete, or for events that do not
     come: valid values are capped at 0.5 s so the run stays short (values out of range are still
     sent, and refused);
@@ -89,7 +90,7 @@ if __name__ == "_schemathesis_hooks":
             event = os.environ.get("TRANSFERD_SCHEMATHESIS_EVENT")
             if operation == "POST /v1/sessions/{identifier}/events/{event}/redeliver" and event and case.path_parameters:
                 case.path_parameters["event"] = event
-            if operation == "PUT /v1/sessions/{identifier}" and isinstance(case.body, dict):
+            if operation in ("PUT /v1/sessions/{identifier}", "PATCH /v1/sessions/{identifier}") and isinstance(case.body, dict):
                 _fix_backoff(case.body.get("configuration"))
             if operation == "POST /v1/sessions/{identifier}/tasks":
                 _existing_sources(case.body)
@@ -100,7 +101,10 @@ if __name__ == "_schemathesis_hooks":
                 case.headers.pop("If-Match", None)
                 key = case.headers.get("Idempotency-Key")
                 if isinstance(key, str) and key:
-                    body = json.dumps(case.body, sort_keys=True, default=str).encode()
+                    # A blob's body is sent as multipart with a random boundary: the same body
+                    # is other bytes each time, so its key is made unique per case.
+                    body = json.dumps(case.body, sort_keys=True, default=str).encode() \
+                        if operation != "POST /v1/blobs" else os.urandom(16)
                     digest = hashlib.sha256(body).hexdigest()[:16]
                     case.headers["Idempotency-Key"] = f"{key[:200]}.{digest}"
         if operation in ("GET /v1/sessions/{identifier}/tasks/{task}", "GET /v1/sessions/{identifier}/events") \
