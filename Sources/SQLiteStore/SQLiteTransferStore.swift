@@ -57,6 +57,7 @@ package final class SQLiteTransferStore: TransferStore {
         case .insertBlob(let blob): try BlobSQL.insert(blob, db)
         case .deleteBlob(let id): try BlobSQL.delete(id, db)
         case .replaceCookies(let session, let cookies): try CookieSQL.replace(session: session, cookies, db)
+        case .keepReply(let reply, let now): try ReplySQL.keep(reply, now: now, db)
         }
     }
 
@@ -115,6 +116,10 @@ package final class SQLiteTransferStore: TransferStore {
     }
 
     package func blob(_ id: String) throws -> Blob? { try reader.read { try BlobSQL.lookup(id, $0) } }
+
+    package func reply(scope: String, now: Timestamp) throws -> StoredReply? {
+        try reader.read { try ReplySQL.lookup(scope, now: now, $0) }
+    }
 
     package func expiredBlobs(before cutoff: Timestamp, limit: Int) throws -> [String] {
         try reader.read { try BlobSQL.expired(before: cutoff, limit: limit, $0) }

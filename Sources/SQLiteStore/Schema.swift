@@ -187,5 +187,18 @@ enum Schema {
         -- from it. Blobs stored before principals existed have none, and are an admin's.
         ALTER TABLE blobs ADD COLUMN principal TEXT;
         """),
+        Migration(33, """
+        -- Replies kept for Idempotency-Key on the POSTs that act on durable things (a task
+        -- creation keeps its key with its task instead); each is kept for a day.
+        CREATE TABLE idempotent_replies (
+            scope TEXT NOT NULL UNIQUE,
+            body_hash TEXT NOT NULL,
+            status INTEGER NOT NULL,
+            headers TEXT NOT NULL,
+            body BLOB NOT NULL,
+            expires_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX idempotent_replies_by_expiry ON idempotent_replies(expires_at);
+        """),
     ]
 }

@@ -30,7 +30,7 @@ package struct APIRoutes {
         // A path under /v1 that matches no route is checked too: 401 before 404, so an unauthorised
         // caller learns nothing of which paths exist.
         routes.guardUnmatched(prefix: "/v1", gate.check(nil))
-        var table = APIRouteTable(routes, gate: gate)
+        var table = APIRouteTable(routes, gate: gate, ledger: IdempotencyLedger(coordinator: coordinator))
         APIRoot(version: version, startedAt: startedAt).register(in: &table)
         WhoAmIRoute().register(in: &table)
         SessionRoutes(coordinator: coordinator).register(in: &table)

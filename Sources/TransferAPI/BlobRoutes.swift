@@ -9,12 +9,15 @@ struct BlobRoutes {
     let maxBlobBytes: Int64
 
     func register(in table: inout APIRouteTable) {
-        let coordinator = coordinator, maxBlobBytes = maxBlobBytes
+        let coordinator = coordinator, maxBlobBytes = maxBlobBytes, ledger = table.ledger
         table.addStreamed("POST", "/v1/blobs", .service) { request, principal throws(HTTPProblem) in
             guard let blobs = coordinator.blobs else { throw HTTPProblem(503, "store_unavailable", "blobs need the store") }
             var declared: Int64?
             if case .length(let n) = request.head.framing { declared = Int64(n) }
-            return try BlobUploadSink(blobs: blobs, principal: principal.name, maxBytes: maxBlobBytes, declaredLength: declared) { work in
+            return try BlobUploadSink(blobs: blobs, principal: principal.name, maxBytes: maxBlobBytes, declaredLength: declared,
+                                      admit: { sha256, responder, store in
+                                          ledger.guarded(request, principal, responder, bodyHash: sha256, store)
+                                      }) { work in
                 coordinator.fileWork.async(execute: work)
             }
         }

@@ -15,12 +15,16 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
     private let principal: String
     private let maxBytes: Int64
     private let finishing: (@escaping @Sendable () -> Void) -> Void
+    /// Given the body's sha256 once it is known: stores the blob, or answers for it (a replayed
+    /// `Idempotency-Key`) and the upload is discarded.
+    private let admit: @Sendable (_ sha256: String, Responder, _ store: () -> Void) -> Void
     private let id = Blob.newID()
     private let fd: Int32
     private let hasher: FileHasher
     private var size: Int64 = 0
 
     init(blobs: BlobStore, principal: String, maxBytes: Int64, declaredLength: Int64?,
+         admit: @escaping @Sendable (_ sha256: String, Responder, _ store: () -> Void) -> Void,
          finishing: @escaping (@escaping @Sendable () -> Void) -> Void) throws(HTTPProblem)
     {
         if let declaredLength, declaredLength > maxBytes {
@@ -30,6 +34,7 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
         self.principal = principal
         self.maxBytes = maxBytes
         self.finishing = finishing
+        self.admit = admit
         // Read-write: the hasher reads the file back behind the writes.
         fd = open(blobs.temporaryPath(id), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw HTTPProblem(507, "insufficient_storage", "cannot create the blob file: \(String(cString: strerror(errno)))") }
@@ -57,7 +62,7 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
 
     func finish(_ responder: Responder) {
         let (blobs, fd, id, size, principal) = (blobs, fd, id, size, principal)
-        hasher.finish(size: size) { [finishing] digests in
+        hasher.finish(size: size) { [finishing, admit] digests in
             finishing {
                 guard let digest = digests?[.sha256], fsync(fd) == 0 else {
                     close(fd)
@@ -65,6 +70,12 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
                     return responder.respond(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the blob").response)
                 }
                 close(fd)
+                var stored = false
+                admit(digest, responder) { stored = true }
+                guard stored else {
+                    unlink(blobs.temporaryPath(id))
+                    return
+                }
                 guard rename(blobs.temporaryPath(id), blobs.path(id)) == 0 else {
                     unlink(blobs.temporaryPath(id))
                     return responder.respond(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the blob").response)

@@ -18,7 +18,7 @@ struct EventRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit", "wait"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                let limit = try RouteSupport.limit(request)
+                let limit = try Pagination.limit(request)
                 let wantsStream = request.headers["accept"]?.lowercased().contains("text/event-stream") ?? false
                 // A reconnecting EventSource names the last event it saw (WHATWG HTML §9.2.4);
                 // without any cursor, reading starts after what was acknowledged: what a
@@ -47,14 +47,15 @@ struct EventRoutes {
                         json.key("events"); json.beginArray()
                         for event in events { event.encode(into: &json) }
                         json.endArray()
-                        json.key("next"); json.int(events.last?.seq ?? after)
+                        // The stream's cursor is the seq read through: a string, as every list's is.
+                        json.key("next"); json.string(String(events.last?.seq ?? after))
                         json.key("pending_events"); json.int(session.locked { session.pendingEvents })
                         json.endObject()
                     })
                 }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/events/ack", .session) { request, _, responder in
+        table.add("POST", "/v1/sessions/{identifier}/events/ack", .session, idempotent: true) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -84,19 +85,19 @@ struct EventRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                let page = try coordinator.deliveries(session, after: try EventRoutes.cursor(request.query("after"), field: "after") ?? 0,
-                                                      limit: try RouteSupport.limit(request))
+                let page = try coordinator.deliveries(session, after: try Pagination.afterPosition(request),
+                                                      limit: try Pagination.limit(request))
                 responder.respond(RouteSupport.json { json in
                     json.beginObject()
                     json.key("deliveries"); json.beginArray()
                     for (_, a) in page.rows { EventRoutes.encode(a, into: &json) }
                     json.endArray()
-                    json.key("next"); if let next = page.next { json.string(String(next)) } else { json.null() }
+                    Pagination.writeNext(page.next.map(String.init), into: &json)
                     json.endObject()
                 })
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/events/{event}/redeliver", .session) { request, _, responder in
+        table.add("POST", "/v1/sessions/{identifier}/events/{event}/redeliver", .session, idempotent: true) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -108,11 +109,12 @@ struct EventRoutes {
         }
     }
 
-    /// A seq cursor: a whole number ≥ 0, or absent.
+    /// The event stream's cursor: the seq read through (a whole number ≥ 0, as a string like every
+    /// list's cursor), or absent.
     static func cursor(_ text: String?, field: String) throws(Refusal) -> Int64? {
         guard let text else { return nil }
         guard let n = Int64(text.trimmingCharacters()), n >= 0 else {
-            throw Refusal(.invalid, "validation_failed", "\(field) must be an event seq", field: field)
+            throw Refusal(.malformed, "invalid_parameter", "\(field) must be an event seq", field: field)
         }
         return n
     }

@@ -3,7 +3,8 @@ import JSON
 import TransferCore
 import TransferModel
 
-/// Where a refusal becomes HTTP: its status, and the problem document (RFC 9457) that carries it.
+/// Where a refusal becomes HTTP: its status, and the problem document (RFC 9457) that carries it,
+/// with every field at fault in `errors` (the connection adds `instance`, the request id).
 extension Refusal {
     var status: Int {
         switch reason {
@@ -14,6 +15,7 @@ extension Refusal {
         case .gone: 410
         case .unsupportedMediaType: 415
         case .rangeNotSatisfiable: 416
+        case .preconditionFailed: 412
         case .tooMany: 429
         case .invalid: 422
         case .internalError: 500
@@ -31,6 +33,15 @@ extension Refusal {
         json.key("detail"); json.string(detail)
         json.key("code"); json.string(code)
         if let field { json.key("field"); json.string(field) }
+        json.key("errors"); json.beginArray()
+        for error in fieldErrors {
+            json.beginObject()
+            json.key("field"); json.string(error.field)
+            json.key("code"); json.string(error.code)
+            json.key("detail"); json.string(error.detail)
+            json.endObject()
+        }
+        json.endArray()
         json.endObject()
         return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/problem+json")]),
                             body: .bytes(json.bytes))

@@ -49,15 +49,6 @@ enum RouteSupport {
         }
     }
 
-    /// `limit` for list endpoints: 1…1000, default 100.
-    static func limit(_ request: HTTPRequest) throws(Refusal) -> Int {
-        guard let text = request.query("limit") else { return 100 }
-        guard let n = Int(text), (1...1000).contains(n) else {
-            throw Refusal(.invalid, "validation_failed", "limit must be a whole number from 1 to 1000", field: "limit")
-        }
-        return n
-    }
-
     /// The identifier path parameter, checked.
     static func identifier(_ request: HTTPRequest) throws(Refusal) -> String {
         let id = request.parameters["identifier"] ?? ""

@@ -17,7 +17,7 @@ struct SessionCookieRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["values", "limit", "after"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                let limit = try RouteSupport.limit(request)
+                let limit = try Pagination.limit(request)
                 let revealing: Bool
                 switch request.query("values") {
                 case nil, "false": revealing = false
@@ -29,7 +29,7 @@ struct SessionCookieRoutes {
                     revealing = true
                 default: throw Refusal(.invalid, "validation_failed", "values must be true or false", field: "values")
                 }
-                let after = request.query("after") ?? ""
+                let after = try Pagination.after(request) ?? ""
                 coordinator.engine.cookies(of: session.identifier) { cookies in
                     let sorted = cookies.map { (SessionCookieRoutes.cursor($0), $0) }.filter { $0.0 > after }.sorted { $0.0 < $1.0 }
                     let page = sorted.prefix(limit)
@@ -38,7 +38,7 @@ struct SessionCookieRoutes {
                         json.key("cookies"); json.beginArray()
                         for (_, cookie) in page { SessionCookieRoutes.encode(cookie, revealing: revealing, into: &json) }
                         json.endArray()
-                        json.key("next"); json.optionalString(sorted.count > limit ? page.last?.0 : nil)
+                        Pagination.writeNext(sorted.count > limit ? page.last?.0 : nil, into: &json)
                         json.endObject()
                     })
                 }

@@ -4,8 +4,8 @@ import Lifecycles
 import TransferCore
 import TransferModel
 
-/// `/v1/sessions…`: create or re-attach, read, list (the sessions the caller may see), invalidate,
-/// reset, flush.
+/// `/v1/sessions…`: create or re-attach, change in part (PATCH), read, list (the sessions the caller
+/// may see), invalidate, reset, flush. Replies carry the session's entity tag; changes honour `If-Match`.
 struct SessionRoutes {
     let coordinator: TaskCoordinator
 
@@ -15,44 +15,31 @@ struct SessionRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let identifier = try RouteSupport.identifier(request)
-                var body = try ObjectReader(try RouteSupport.jsonBody(request, required: false) ?? .object([]), path: "")
-                let modeText = try body.string("mode") ?? "default"
-                guard let mode = SessionMode(rawValue: modeText) else {
-                    throw Refusal.invalid("mode", "must be background, default or ephemeral")
+                let existing = try? coordinator.session(identifier)
+                let body = try RouteSupport.jsonBody(request, required: false) ?? .object([])
+                let put = try SessionBody.put(body, existing: existing, principal: principal, coordinator)
+                try EntityTag.checkIfMatch(request) { existing.map(SessionRoutes.representation) }
+                SessionRoutes.put(identifier, put, coordinator, responder)
+            }
+        }
+        table.add("PATCH", "/v1/sessions/{identifier}", .session) { request, principal, responder in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                try RouteSupport.checkQuery(request, allowed: [])
+                let session = try coordinator.session(try RouteSupport.identifier(request))
+                guard session.locked({ session.lifecycle.status == .active }) else {
+                    throw Refusal(.conflict, SessionLifecycle.Refusal.sessionInvalidated.rawValue,
+                                  "session \(session.identifier) is invalidated or being invalidated: it cannot be changed")
                 }
-                let configJSON = body.raw("configuration") ?? .object([])
-                let configuration = try SessionConfiguration.parse(configJSON)
-                var delegate: Delegate?? = nil
-                var generated = false
-                if case .some(let value) = body.nullableRaw("delegate") {
-                    if let value, let parsed = try Delegate.parse(value) {
-                        delegate = .some(parsed.0)
-                        generated = parsed.generated
-                    } else {
-                        delegate = .some(nil)
-                    }
-                }
-                try body.finish()
-                let settings = try coordinator.engineSettings(for: configuration, roots: principal.roots)
-                let put = TaskCoordinator.SessionRequest(mode: mode, configuration: configuration, configurationJSON: configJSON,
-                                                         settings: settings, delegate: delegate, delegateSecretGenerated: generated)
-                coordinator.putSession(identifier, put) { result in
-                    switch result {
-                    case .success(let (session, created, secret)):
-                        responder.respond(RouteSupport.json(created ? 201 : 200) {
-                            SessionRoutes.encode(session, into: &$0, revealingSecret: secret)
-                        })
-                    case .failure(let error):
-                        responder.respond(error.response)
-                    }
-                }
+                let put = try SessionBody.patch(try RouteSupport.jsonBody(request)!, of: session, principal: principal, coordinator)
+                try EntityTag.checkIfMatch(request) { SessionRoutes.representation(session) }
+                SessionRoutes.put(session.identifier, put, coordinator, responder)
             }
         }
         table.add("GET", "/v1/sessions", .service) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["limit", "after"])
-                let limit = try RouteSupport.limit(request)
-                let after = request.query("after") ?? ""
+                let limit = try Pagination.limit(request)
+                let after = try Pagination.after(request) ?? ""
                 let sessions = coordinator.registry.all.filter { $0.identifier > after && principal.sees($0.identifier) }
                     .sorted { $0.identifier < $1.identifier }
                 let page = sessions.prefix(limit)
@@ -61,7 +48,7 @@ struct SessionRoutes {
                     json.key("sessions"); json.beginArray()
                     for s in page { SessionRoutes.encode(s, into: &json) }
                     json.endArray()
-                    json.key("next"); json.optionalString(sessions.count > limit ? page.last?.identifier : nil)
+                    Pagination.writeNext(sessions.count > limit ? page.last?.identifier : nil, into: &json)
                     json.endObject()
                 })
             }
@@ -70,7 +57,8 @@ struct SessionRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                responder.respond(RouteSupport.json { SessionRoutes.encode(session, into: &$0) })
+                let representation = SessionRoutes.representation(session)
+                responder.respond(EntityTag.notModified(request, representation) ?? EntityTag.reply(representation))
             }
         }
         table.add("DELETE", "/v1/sessions/{identifier}", .session) { request, _, responder in
@@ -80,9 +68,10 @@ struct SessionRoutes {
                 guard let mode = SessionLifecycle.InvalidateMode(rawValue: request.query("mode") ?? "finish") else {
                     throw Refusal(.invalid, "validation_failed", "mode must be finish or cancel", field: "mode")
                 }
+                try EntityTag.checkIfMatch(request) { SessionRoutes.representation(session) }
                 coordinator.invalidate(session, mode: mode) { result in
                     switch result {
-                    case .success: responder.respond(RouteSupport.json(202) { SessionRoutes.encode(session, into: &$0) })
+                    case .success: responder.respond(EntityTag.reply(SessionRoutes.representation(session), status: 202))
                     case .failure(let error): responder.respond(error.response)
                     }
                 }
@@ -92,16 +81,42 @@ struct SessionRoutes {
         for (action, perform) in [("reset", coordinator.reset), ("flush", coordinator.flush)]
             as [(String, @Sendable (SessionState, @escaping @Sendable () -> Void) -> Void)]
         {
-            table.add("POST", "/v1/sessions/{identifier}/\(action)", .session) { request, _, responder in
+            table.add("POST", "/v1/sessions/{identifier}/\(action)", .session, idempotent: true) { request, _, responder in
                 RouteSupport.answer(responder) { () throws(Refusal) in
                     try RouteSupport.checkQuery(request, allowed: [])
                     let session = try coordinator.session(try RouteSupport.identifier(request))
+                    try EntityTag.checkIfMatch(request) { SessionRoutes.representation(session) }
                     perform(session) {
-                        responder.respond(RouteSupport.json { SessionRoutes.encode(session, into: &$0) })
+                        responder.respond(EntityTag.reply(SessionRoutes.representation(session)))
                     }
                 }
             }
         }
+    }
+
+    /// Creates or re-attaches, answering with the session (201 when it is new).
+    static func put(_ identifier: String, _ put: TaskCoordinator.SessionRequest, _ coordinator: TaskCoordinator,
+                    _ responder: Responder)
+    {
+        coordinator.putSession(identifier, put) { result in
+            switch result {
+            case .success(let (session, created, secret)):
+                var json = JSONWriter(capacity: 1024)
+                SessionRoutes.encode(session, into: &json, revealingSecret: secret)
+                // The tag is that of the session as GET shows it (without a secret revealed once).
+                let tag = EntityTag.of(secret == nil ? json.bytes : representation(session))
+                responder.respond(.json(json.bytes, status: created ? 201 : 200, headers: HTTPHeaders([("ETag", tag)])))
+            case .failure(let error):
+                responder.respond(error.response)
+            }
+        }
+    }
+
+    /// The session as GET shows it: what its entity tag is of.
+    static func representation(_ session: SessionState) -> [UInt8] {
+        var json = JSONWriter(capacity: 1024)
+        encode(session, into: &json)
+        return json.bytes
     }
 
     /// The session object; `revealingSecret` adds the delegate secret transferd generated, which is

@@ -24,20 +24,20 @@ struct TaskRoutes {
                     release()
                     switch result {
                     case .success(.created(let created)):
-                        responder.respond(.json(created[0].reply, status: 201, headers: HTTPHeaders([
+                        responder.respond(EntityTag.reply(created[0].reply, status: 201, headers: HTTPHeaders([
                             ("Location", "/v1/sessions/\(session.identifier)/tasks/\(created[0].id)"),
                         ])))
                     case .success(.replayed(let record)):
                         var headers = TaskRoutes.location(record)
                         headers.add("Idempotent-Replayed", "true")
-                        responder.respond(.json(record.jsonBytes(), status: 201, headers: headers))
+                        responder.respond(EntityTag.reply(record.jsonBytes(), status: 201, headers: headers))
                     case .failure(let error):
                         responder.respond(error.response)
                     }
                 }
             }
         }
-        table.add("POST", "/v1/sessions/{identifier}/tasks:batch", .session) { request, principal, responder in
+        table.add("POST", "/v1/sessions/{identifier}/tasks:batch", .session, idempotent: true) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -79,12 +79,8 @@ struct TaskRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["limit", "after", "state", "kind"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                let limit = try RouteSupport.limit(request)
-                var after: Int64 = 0
-                if let cursor = request.query("after") {
-                    guard let n = Int64(cursor), n >= 0 else { throw Refusal(.invalid, "validation_failed", "after must be a cursor from next", field: "after") }
-                    after = n
-                }
+                let limit = try Pagination.limit(request)
+                let after = try Pagination.afterPosition(request)
                 var state: TaskState?
                 if let text = request.query("state") {
                     guard let s = TaskState(rawValue: text) else {
@@ -105,7 +101,7 @@ struct TaskRoutes {
                     json.key("tasks"); json.beginArray()
                     for r in page.tasks { r.encode(into: &json) }
                     json.endArray()
-                    json.key("next"); json.optionalString(page.next.map(String.init))
+                    Pagination.writeNext(page.next.map(String.init), into: &json)
                     json.endObject()
                 })
             }
@@ -123,7 +119,8 @@ struct TaskRoutes {
                     wait = s
                 }
                 if wait == 0 {
-                    responder.respond(.json(try coordinator.taskJSON(session, id)))
+                    let representation = try coordinator.taskJSON(session, id)
+                    responder.respond(EntityTag.notModified(request, representation) ?? EntityTag.reply(representation))
                     return
                 }
                 coordinator.waitForTask(session, id, seconds: wait) { result in
@@ -139,6 +136,7 @@ struct TaskRoutes {
                 let priority = try body.number("priority", in: 0...1)
                 let description = try body.nullableString("description", maxLength: 4096)
                 try body.finish()
+                try TaskRoutes.checkIfMatch(request, session, coordinator)
                 coordinator.update(session, request.parameters["task"] ?? "", priority: priority, description: description) { result in
                     TaskRoutes.respond(result, responder)
                 }
@@ -148,6 +146,7 @@ struct TaskRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
+                try TaskRoutes.checkIfMatch(request, session, coordinator)
                 coordinator.delete(session, request.parameters["task"] ?? "") { result in
                     switch result {
                     case .success: responder.respond(HTTPResponse(status: 204))
@@ -178,9 +177,14 @@ struct TaskRoutes {
 
     static func respond(_ result: Result<TaskRecord, Refusal>, _ responder: Responder) {
         switch result {
-        case .success(let record): responder.respond(.json(record.jsonBytes()))
+        case .success(let record): responder.respond(EntityTag.reply(record.jsonBytes()))
         case .failure(let error): responder.respond(error.response)
         }
+    }
+
+    /// `If-Match` against the task the path names, as it is now.
+    static func checkIfMatch(_ request: HTTPRequest, _ session: SessionState, _ coordinator: TaskCoordinator) throws(Refusal) {
+        try EntityTag.checkIfMatch(request) { try? coordinator.taskJSON(session, request.parameters["task"] ?? "") }
     }
 
     static func location(_ record: TaskRecord) -> HTTPHeaders {
@@ -197,10 +201,7 @@ struct TaskRoutes {
 
     /// `Idempotency-Key` with the sha256 of the body it guards.
     static func idempotencyClaim(_ request: HTTPRequest) throws(Refusal) -> IdempotencyClaim? {
-        guard let key = request.headers["idempotency-key"] else { return nil }
-        guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw Refusal(.malformed, "invalid_idempotency_key", "Idempotency-Key must be 1–255 printable ASCII characters")
-        }
+        guard let key = try IdempotencyLedger.key(request) else { return nil }
         let hash = SHA256Hex.of(request.body)
         return IdempotencyClaim(key: key, bodyHash: hash)
     }

@@ -81,6 +81,14 @@ package struct Delegate: Sendable, Equatable {
         json.endObject()
     }
 
+    /// The delegate as a client would give it (with its secret): what a merge patch applies to.
+    package var request: JSONValue {
+        var members: [(String, JSONValue)] = [("url", .string(url)), ("secret", .string(secret))]
+        if let events { members.append(("events", .array(EventType.allCases.filter(events.contains).map { .string($0.rawValue) }))) }
+        members.append(("max_in_flight", .number(Double(maxInFlight))))
+        return .object(members)
+    }
+
     /// As it is stored: with the secret (durable sessions keep their delegate across restarts).
     package var stored: String {
         var json = JSONWriter()

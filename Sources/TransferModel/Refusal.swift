@@ -18,6 +18,8 @@ package struct Refusal: Error, Sendable {
         case rangeNotSatisfiable
         /// A principal's request rate or task quota is used up.
         case tooMany
+        /// An `If-Match` precondition no longer holds: the resource changed since the client read it.
+        case preconditionFailed
         case insufficientStorage
         /// The store cannot be reached.
         case unavailable
@@ -28,12 +30,27 @@ package struct Refusal: Error, Sendable {
     package let code: String
     package let detail: String
     package var field: String?
+    /// Every field at fault when validation found more than one (the first is also `field`).
+    package var errors: [FieldError] = []
+
+    /// One invalid field of a refused body.
+    package struct FieldError: Sendable {
+        package let field: String
+        package let code: String
+        package let detail: String
+    }
 
     package init(_ reason: Reason, _ code: String, _ detail: String, field: String? = nil) {
         self.reason = reason
         self.code = code
         self.detail = detail
         self.field = field
+    }
+
+    /// The fields at fault: those collected, or this refusal's own field.
+    package var fieldErrors: [FieldError] {
+        if !errors.isEmpty { return errors }
+        return field.map { [FieldError(field: $0, code: code, detail: detail)] } ?? []
     }
 
     /// A field whose value is wrong.

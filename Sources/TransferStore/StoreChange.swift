@@ -47,6 +47,10 @@ package enum StoreChange: Sendable {
     case insertBlob(Blob)
     case deleteBlob(String)
 
+    /// A reply kept for an `Idempotency-Key` (replacing one of the same scope), and the removal of
+    /// those expired by `now`, which keeps the table bounded by what a day's keys hold.
+    case keepReply(StoredReply, now: Timestamp)
+
     /// A session's whole cookie jar — unless the session is gone (a jar written late must not
     /// outlive its session's removal).
     case replaceCookies(session: String, [Cookie])
@@ -64,3 +68,4 @@ package struct ProgressUpdate: Sendable {
         self.progress = progress
     }
 }
+

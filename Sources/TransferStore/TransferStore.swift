@@ -51,6 +51,8 @@ package protocol TransferStore: AnyObject, Sendable {
     func expiredBlobs(before cutoff: Timestamp, limit: Int) throws -> [String]
     /// A session's cookies that have not expired.
     func loadCookies(session: String) throws -> [Cookie]
+    /// The reply kept for an `Idempotency-Key` scope, unless it expired by `now`.
+    func reply(scope: String, now: Timestamp) throws -> StoredReply?
 }
 
 /// What a committed batch reports back.

@@ -440,8 +440,8 @@ def test_sessions_and_tasks_are_answered_as_documented(spec, transferd):
         check("PUT", session, 201, json={"mode": "default", "configuration": {
             "credentials": [{"host": "h.example", "scheme": "basic", "username": "u", "password": "p"}],
             "retry": {"on_http_status": [503]}, "tls": {"ca_file": None}, "proxy": None}})
-        echoed = check("PUT", session, 200).json()
-        assert echoed["configuration"]["credentials"] == []
+        echoed = check("PUT", session, 200).json()  # a re-attach without configuration keeps it
+        assert echoed["configuration"]["credentials"][0]["host"] == "h.example"
         reattached = check("PUT", session, 200, json={"configuration": {
             "credentials": [{"host": "h.example", "scheme": "bearer", "token": "t"}]}}).json()
         assert reattached["configuration"]["credentials"][0]["token"] == "<redacted>"
@@ -453,9 +453,9 @@ def test_sessions_and_tasks_are_answered_as_documented(spec, transferd):
         check("PUT", session, 415, "unsupported_media_type", data=b"<x/>", headers={"Content-Type": "application/xml"})
         check("PUT", f"/v1/sessions/{other}", 201, json={"mode": "ephemeral"})
         page = check("GET", "/v1/sessions?limit=1", 200).json()
-        assert page["next"] == sid and len(page["sessions"]) == 1
-        check("GET", f"/v1/sessions?limit=1&after={sid}", 200)
-        check("GET", "/v1/sessions?limit=0", 422, "validation_failed")
+        assert page["next"] and len(page["sessions"]) == 1
+        assert check("GET", f"/v1/sessions?limit=1&after={page['next']}", 200).json()["sessions"][0]["identifier"] == other
+        check("GET", "/v1/sessions?limit=0", 400, "invalid_parameter")
         check("GET", "/v1/sessions?page=2", 422, "unknown_parameter")
         check("GET", session, 200)
         check("GET", "/v1/sessions/no.such.session", 404, "not_found")
@@ -531,7 +531,7 @@ def test_sessions_and_tasks_are_answered_as_documented(spec, transferd):
         assert len(listed["tasks"]) == 2 and listed["next"]
         check("GET", f"{tasks}?limit=2&after={listed['next']}&kind=download&state=completed", 200)
         check("GET", f"{tasks}?state=sleeping", 422, "validation_failed")
-        check("GET", f"{tasks}?after=-1", 422, "validation_failed")
+        check("GET", f"{tasks}?after=-1", 400, "invalid_parameter")
 
         # content
         check("GET", f"{tasks}/dl/file", 200)
@@ -573,7 +573,7 @@ def test_sessions_and_tasks_are_answered_as_documented(spec, transferd):
         # events and deliveries
         events = f"{session}/events"
         page = check("GET", f"{events}?after=0&limit=3", 200).json()
-        assert [e["seq"] for e in page["events"]] == [1, 2, 3] and page["next"] == 3
+        assert [e["seq"] for e in page["events"]] == [1, 2, 3] and page["next"] == "3"
         first = page["events"][0]["id"]
         assert check("GET", f"{events}?after=1000000&wait=0.2", 200).json()["events"] == []
         check("GET", f"{events}?wait=601", 422, "validation_failed")
@@ -584,7 +584,7 @@ def test_sessions_and_tasks_are_answered_as_documented(spec, transferd):
         check("POST", f"{events}/ack", 400, "invalid_json", data=b"{", headers={"Content-Type": "application/json"})
         check("POST", f"{events}/{first}/redeliver", 409, "no_delegate")
         check("GET", f"{session}/deliveries", 200)
-        check("GET", f"{session}/deliveries?after=x", 422, "validation_failed")
+        check("GET", f"{session}/deliveries?after=x", 400, "invalid_parameter")
         hooked = "com.example.openapi.hooked"
         check("PUT", f"/v1/sessions/{hooked}", 201, json={"mode": "default", "delegate": {"url": origin.url("/echo")}})
         check("POST", f"/v1/sessions/{hooked}/tasks", 201, json={**download, "start": False})

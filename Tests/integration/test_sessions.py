@@ -185,9 +185,13 @@ def test_list_sessions_paginates(transferd):
     assert [s["identifier"] for s in everything["sessions"]] == ids and everything["next"] is None
 
 
-@pytest.mark.parametrize("query", ["limit=0", "limit=-1", "limit=abc", "limit=100000", "colour=red"])
-def test_list_sessions_bad_query_is_422(transferd, query):
-    assert_problem(transferd.get(f"/v1/sessions?{query}"), 422)
+@pytest.mark.parametrize("query", ["limit=0", "limit=-1", "limit=abc", "limit=100000"])
+def test_list_sessions_bad_limit_is_400(transferd, query):
+    assert_problem(transferd.get(f"/v1/sessions?{query}"), 400, field="limit")
+
+
+def test_list_sessions_unknown_parameter_is_422(transferd):
+    assert_problem(transferd.get("/v1/sessions?colour=red"), 422, "unknown_parameter")
 
 
 # MARK: task counts

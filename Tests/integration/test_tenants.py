@@ -374,3 +374,15 @@ def test_every_change_is_audited_with_its_principal_and_reads_are_not(tenants):
             (name, method, path, str(status)), record
     audited = {r.get("request_id") for r in audit_records(tenants.td)}
     assert not audited & set(reads)
+
+
+def test_idempotency_keys_are_each_principals_own(tenants):
+    """The same key and body from two principals are two requests: neither sees the other's reply."""
+    content = b"shared key, separate tenants\n"
+    replies = [caller.post("/v1/blobs", data=content, headers={"Idempotency-Key": "tenant-key"})
+               for caller in (tenants.alpha, tenants.beta)]
+    assert [r.status_code for r in replies] == [201, 201]
+    assert replies[0].json()["id"] != replies[1].json()["id"]
+    assert "Idempotent-Replayed" not in replies[1].headers
+    again = tenants.alpha.post("/v1/blobs", data=content, headers={"Idempotency-Key": "tenant-key"})
+    assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == replies[0].json()

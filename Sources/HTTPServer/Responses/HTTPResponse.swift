@@ -33,6 +33,20 @@ public struct HTTPResponse: Sendable {
     }
 }
 
+extension HTTPResponse {
+    /// A problem document names the request it answers as its `instance` (RFC 9457 §3.1.5): the
+    /// `X-Request-Id` the response carries, so a client's report can be found in the logs. Every
+    /// response goes through `Connection.send`, which adds it. The id
+    /// is a plain token (see `ServerWorker.requestID`), so it needs no escaping.
+    mutating func addProblemInstance(_ requestID: String) {
+        guard status >= 400, !requestID.isEmpty, headers["content-type"] == "application/problem+json",
+              case .bytes(var bytes) = body, bytes.last == UInt8(ascii: "}") else { return }
+        bytes.removeLast()
+        bytes.append(contentsOf: Array(#","instance":"\#(requestID)"}"#.utf8))
+        body = .bytes(bytes)
+    }
+}
+
 /// What follows the head of a response.
 public enum ResponseBody: Sendable {
     case empty
@@ -90,7 +104,8 @@ public struct FileParts: Sendable {
 }
 
 extension HTTPProblem {
-    /// The RFC 9457 document: `type`, `title`, `status`, `detail`, and our stable `code`.
+    /// The RFC 9457 document: `type`, `title`, `status`, `detail`, our stable `code`, and `errors`
+    /// (no field is at fault in a problem the server itself finds).
     public func jsonBytes() -> [UInt8] {
         var out = JSONWriter()
         out.beginObject()
@@ -99,6 +114,7 @@ extension HTTPProblem {
         out.key("status"); out.int(status)
         out.key("detail"); out.string(detail)
         out.key("code"); out.string(code)
+        out.key("errors"); out.beginArray(); out.endArray()
         out.endObject()
         return out.bytes
     }

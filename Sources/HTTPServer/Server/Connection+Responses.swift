@@ -13,6 +13,8 @@ extension Connection {
             if case .fileParts(let parts) = response.body { Glibc.close(parts.fd) }
             return
         }
+        var response = response
+        response.addProblemInstance(ex.requestID)
         let config = limits
         // HTTP/1.0 has no chunked coding: a streamed body is delimited by closing the connection.
         let rawStream: Bool = if case .stream = response.body { ex.head.versionMinor == 0 } else { false }

@@ -18,11 +18,26 @@ public final class Responder: @unchecked Sendable {
         self.requestID = requestID
     }
 
+    /// What a handler asked to happen to its response before it goes out (set before the handler
+    /// hands the responder on, so the thread that answers sees it).
+    private var interceptor: (@Sendable (HTTPResponse, @escaping @Sendable (HTTPResponse) -> Void) -> Void)?
+
+    /// Has `transform` see the response this responder is given, and send it (or another) on
+    /// through the function it is passed, now or later, from any thread.
+    public func intercept(_ transform: @escaping @Sendable (HTTPResponse, _ send: @escaping @Sendable (HTTPResponse) -> Void) -> Void) {
+        interceptor = transform
+    }
+
     public func respond(_ response: HTTPResponse) {
         guard !answered.exchange(true, ordering: .acquiringAndReleasing) else {
             assertionFailure("a request was answered twice")
             return
         }
+        guard let interceptor else { return send(response) }
+        interceptor(response) { [self] in send($0) }
+    }
+
+    private func send(_ response: HTTPResponse) {
         if loop.inLoop {
             connection.send(response, generation: generation)
         } else {

@@ -9,16 +9,25 @@ struct APIRouteTable {
 
     private(set) var table: RouteTable
     let gate: AccessGate
+    /// Replies kept for `Idempotency-Key`, shared by every route that honours it.
+    let ledger: IdempotencyLedger
 
-    init(_ table: RouteTable, gate: AccessGate) {
+    init(_ table: RouteTable, gate: AccessGate, ledger: IdempotencyLedger) {
         self.table = table
         self.gate = gate
+        self.ledger = ledger
     }
 
-    mutating func add(_ method: String, _ pattern: String, _ resource: APIResource, _ handler: @escaping Handler) {
+    /// `idempotent`: the route acts, and honours `Idempotency-Key` (see `IdempotencyLedger`).
+    mutating func add(_ method: String, _ pattern: String, _ resource: APIResource, idempotent: Bool = false,
+                      _ handler: @escaping Handler)
+    {
         check(pattern, resource)
+        let ledger = idempotent ? ledger : nil
         table.add(method, pattern, guard: gate.check(resource)) { request, responder in
-            handler(request, APIRouteTable.principal(of: request), responder)
+            let principal = APIRouteTable.principal(of: request)
+            guard let ledger else { return handler(request, principal, responder) }
+            ledger.guarded(request, principal, responder) { handler(request, principal, responder) }
         }
     }
 

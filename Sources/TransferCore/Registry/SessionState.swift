@@ -14,7 +14,7 @@ package final class SessionState: @unchecked Sendable {
     // Guarded by the lock.
     package var configuration: SessionConfiguration
     /// The configuration as the client gave it, stored so a restart re-validates the same input.
-    var configurationJSON: JSONValue
+    package var configurationJSON: JSONValue
     /// Active, invalidating or invalidated, and the invalidate mode asked for: the coordinator
     /// reports what happens to it and performs what it answers.
     package var lifecycle = SessionLifecycle()

@@ -108,9 +108,14 @@ package struct ObjectReader {
     }
 
     /// Members that were never read are typos or features we do not have: refuse them.
+    /// Every such member is named, not only the first.
     package func finish() throws(Refusal) {
-        if let unknown = seen.firstIndex(of: false) {
-            throw Refusal.invalid(field(members[unknown].0), "is not a known field", code: "unknown_field")
+        var errors = FieldErrors()
+        for (index, wasSeen) in seen.enumerated() where !wasSeen {
+            try errors.check { () throws(Refusal) in
+                throw Refusal.invalid(field(members[index].0), "is not a known field", code: "unknown_field")
+            }
         }
+        try errors.finish()
     }
 }

@@ -7,64 +7,80 @@ extension SessionConfiguration {
         var config = SessionConfiguration()
         guard let value else { return config }
         var r = try ObjectReader(value, path: field)
-        if let pairs = try r.stringMap("headers") {
-            config.headers = try HeaderValidation.validate(pairs, field: r.field("headers"))
-        }
-        config.timeoutRequest = try r.number("timeout_request_s", in: 1...86_400) ?? config.timeoutRequest
-        config.timeoutResource = try r.number("timeout_resource_s", in: 1...31_536_000) ?? config.timeoutResource
-        config.maxConnectionsPerHost = Int(try r.integer("max_connections_per_host", in: 1...1000) ?? 6)
-        config.maxConcurrentTasks = Int(try r.integer("max_concurrent_tasks", in: 1...100_000) ?? 64)
-        config.waitsForConnectivity = try r.bool("waits_for_connectivity")
-        config.discretionary = try r.bool("discretionary") ?? false
-        config.verifyOriginDigests = try r.bool("verify_origin_digests") ?? true
-        config.failOnHTTPError = try r.bool("fail_on_http_error") ?? false
-        if var c = try r.object("cookies") {
-            if let accept = try c.string("accept") {
-                guard let a = Cookies.Accept(rawValue: accept) else {
-                    throw Refusal.invalid(c.field("accept"), "must be always, never or same_domain")
-                }
-                config.cookies.accept = a
-            }
-            config.cookies.send = try c.bool("send") ?? true
-            try c.finish()
-        }
-        if let items = try r.array("credentials", maxCount: 100) {
-            config.credentials = try items.enumerated().map { (i, item) throws(Refusal) in
-                try parseCredential(item, field: "\(r.field("credentials"))[\(i)]")
+        var errors = FieldErrors()
+        try errors.check { () throws(Refusal) in
+            if let pairs = try r.stringMap("headers") {
+                config.headers = try HeaderValidation.validate(pairs, field: r.field("headers"))
             }
         }
-        if var c = try r.object("redirects") {
-            config.redirects.follow = try c.bool("follow") ?? true
-            config.redirects.max = Int(try c.integer("max", in: 0...100) ?? 16)
-            try c.finish()
-        }
-        if var c = try r.object("retry") {
-            config.retry.maxAttempts = Int(try c.integer("max_attempts", in: 1...100) ?? 5)
-            config.retry.backoffInitial = try c.number("backoff_initial_s", in: 0...86_400) ?? 1
-            config.retry.backoffMax = try c.number("backoff_max_s", in: 0...86_400) ?? 300
-            if let codes = try c.array("on_http_status", maxCount: 100) {
-                config.retry.onHTTPStatus = try codes.enumerated().map { (i, v) throws(Refusal) in
-                    guard let n = v.intValue, (400...599).contains(n) else {
-                        throw Refusal.invalid("\(c.field("on_http_status"))[\(i)]", "must be an HTTP status from 400 to 599")
+        try errors.check { () throws(Refusal) in config.timeoutRequest = try r.number("timeout_request_s", in: 1...86_400) ?? config.timeoutRequest }
+        try errors.check { () throws(Refusal) in config.timeoutResource = try r.number("timeout_resource_s", in: 1...31_536_000) ?? config.timeoutResource }
+        try errors.check { () throws(Refusal) in config.maxConnectionsPerHost = Int(try r.integer("max_connections_per_host", in: 1...1000) ?? 6) }
+        try errors.check { () throws(Refusal) in config.maxConcurrentTasks = Int(try r.integer("max_concurrent_tasks", in: 1...100_000) ?? 64) }
+        try errors.check { () throws(Refusal) in config.waitsForConnectivity = try r.bool("waits_for_connectivity") }
+        try errors.check { () throws(Refusal) in config.discretionary = try r.bool("discretionary") ?? false }
+        try errors.check { () throws(Refusal) in config.verifyOriginDigests = try r.bool("verify_origin_digests") ?? true }
+        try errors.check { () throws(Refusal) in config.failOnHTTPError = try r.bool("fail_on_http_error") ?? false }
+        try errors.check { () throws(Refusal) in
+            if var c = try r.object("cookies") {
+                if let accept = try c.string("accept") {
+                    guard let a = Cookies.Accept(rawValue: accept) else {
+                        throw Refusal.invalid(c.field("accept"), "must be always, never or same_domain")
                     }
-                    return Int(n)
+                    config.cookies.accept = a
+                }
+                config.cookies.send = try c.bool("send") ?? true
+                try c.finish()
+            }
+        }
+        try errors.check { () throws(Refusal) in
+            if let items = try r.array("credentials", maxCount: 100) {
+                config.credentials = try items.enumerated().map { (i, item) throws(Refusal) in
+                    try parseCredential(item, field: "\(r.field("credentials"))[\(i)]")
                 }
             }
-            guard config.retry.backoffInitial <= config.retry.backoffMax else {
-                throw Refusal.invalid(c.field("backoff_initial_s"), "must not exceed backoff_max_s")
+        }
+        try errors.check { () throws(Refusal) in
+            if var c = try r.object("redirects") {
+                config.redirects.follow = try c.bool("follow") ?? true
+                config.redirects.max = Int(try c.integer("max", in: 0...100) ?? 16)
+                try c.finish()
             }
-            try c.finish()
+        }
+        try errors.check { () throws(Refusal) in
+            if var c = try r.object("retry") { config.retry = try parseRetry(&c) }
         }
         // Below a kilobyte a second, a twentieth of a second is not a piece worth pausing for.
-        config.maxBytesPerSecond = try r.integer("max_bytes_per_second", in: 1024...(1 << 50))
-        if var p = try r.object("proxy") {
-            config.proxy = try parseProxy(&p)
+        try errors.check { () throws(Refusal) in config.maxBytesPerSecond = try r.integer("max_bytes_per_second", in: 1024...(1 << 50)) }
+        try errors.check { () throws(Refusal) in
+            if var p = try r.object("proxy") { config.proxy = try parseProxy(&p) }
         }
-        if var t = try r.object("tls") {
-            config.tls = try parseTLS(&t)
+        try errors.check { () throws(Refusal) in
+            if var t = try r.object("tls") { config.tls = try parseTLS(&t) }
         }
-        try r.finish()
+        try errors.check { () throws(Refusal) in try r.finish() }
+        try errors.finish()
         return config
+    }
+
+    private static func parseRetry(_ c: inout ObjectReader) throws(Refusal) -> Retry {
+        var retry = Retry()
+        retry.maxAttempts = Int(try c.integer("max_attempts", in: 1...100) ?? 5)
+        retry.backoffInitial = try c.number("backoff_initial_s", in: 0...86_400) ?? 1
+        retry.backoffMax = try c.number("backoff_max_s", in: 0...86_400) ?? 300
+        if let codes = try c.array("on_http_status", maxCount: 100) {
+            retry.onHTTPStatus = try codes.enumerated().map { (i, v) throws(Refusal) in
+                guard let n = v.intValue, (400...599).contains(n) else {
+                    throw Refusal.invalid("\(c.field("on_http_status"))[\(i)]", "must be an HTTP status from 400 to 599")
+                }
+                return Int(n)
+            }
+        }
+        guard retry.backoffInitial <= retry.backoffMax else {
+            throw Refusal.invalid(c.field("backoff_initial_s"), "must not exceed backoff_max_s")
+        }
+        try c.finish()
+        return retry
     }
 
     /// What the echo shows instead of a secret; refused as a secret, so a configuration read back

@@ -39,6 +39,8 @@ struct InMemoryState {
     /// The position of the latest attempt recorded, in any session.
     var lastPosition: Int64 = 0
     var blobs: [String: Blob] = [:]
+    /// Replies kept for `Idempotency-Key`, by scope.
+    var replies: [String: StoredReply] = [:]
 
     init(options: InMemoryTransferStore.Options) {
         self.options = options
@@ -113,6 +115,9 @@ struct InMemoryState {
         case .replaceCookies(let session, let cookies):
             guard rows[session] != nil else { return }
             sessions[session, default: SessionData()].cookies = cookies
+        case .keepReply(let reply, let now):
+            replies = replies.filter { $0.value.expiresAt > now }
+            replies[reply.scope] = reply
         }
     }
 

@@ -129,6 +129,10 @@ package final class InMemoryTransferStore: TransferStore {
 
     package func blob(_ id: String) throws -> Blob? { read { $0.blobs[id] } }
 
+    package func reply(scope: String, now: Timestamp) throws -> StoredReply? {
+        read { $0.replies[scope].flatMap { $0.expiresAt > now ? $0 : nil } }
+    }
+
     package func expiredBlobs(before cutoff: Timestamp, limit: Int) throws -> [String] {
         read {
             $0.blobs.values.filter { $0.owner == nil && $0.createdAt < cutoff }

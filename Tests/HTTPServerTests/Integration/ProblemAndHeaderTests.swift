@@ -21,7 +21,10 @@ extension Integration {
             #expect(response.status == status, sourceLocation: sourceLocation)
             #expect(response.header("Content-Type") == "application/problem+json", sourceLocation: sourceLocation)
             let doc = try jsonObject(response.body)
-            #expect(Set(doc.keys) == ["type", "title", "status", "detail", "code"], sourceLocation: sourceLocation)
+            #expect(Set(doc.keys) == ["type", "title", "status", "detail", "code", "errors", "instance"], sourceLocation: sourceLocation)
+            // The server's own problems name no field; every problem names the request it answers.
+            #expect((doc["errors"] as? [Any])?.isEmpty == true, sourceLocation: sourceLocation)
+            #expect(doc["instance"] as? String == response.header("X-Request-Id"), sourceLocation: sourceLocation)
             #expect(doc["status"] as? Int == status, sourceLocation: sourceLocation)
             #expect(doc["code"] as? String == code, sourceLocation: sourceLocation)
             #expect(doc["title"] as? String == HTTPStatus.reason(status), sourceLocation: sourceLocation)

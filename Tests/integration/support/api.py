@@ -62,6 +62,12 @@ def assert_problem(response: requests.Response, status: int, code: str | None = 
     assert body["status"] == status, body
     if code is not None:
         assert body["code"] == code, body
+    # Every field at fault is listed; the document names the request it answers.
+    assert isinstance(body.get("errors"), list), body
+    if body.get("field") is not None:
+        assert body["errors"][0]["field"] == body["field"], body
+    if "instance" in body:
+        assert body["instance"] == response.headers.get("X-Request-Id"), (body, response.headers)
     if field is not None:
         assert body.get("field") == field or field in body["detail"], \
             f"problem does not name {field!r}: {body}"

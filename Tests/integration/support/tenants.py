@@ -111,7 +111,11 @@ def comparable(response: requests.Response, renames: Mapping[str, str]) -> tuple
     in `renames` replaced by its counterpart: what must match between a hidden resource and one
     that does not exist."""
     headers = {k.lower(): v for k, v in response.headers.items() if k.lower() not in PER_REQUEST_HEADERS}
-    return response.status_code, headers, renamed(response.text, renames)
+    text = response.text
+    if headers.get("content-type") == "application/problem+json" and text:
+        # A problem's `instance` is the request's own id, like X-Request-Id.
+        text = json.dumps({k: v for k, v in response.json().items() if k != "instance"})
+    return response.status_code, headers, renamed(text, renames)
 
 
 def assert_hidden(caller: Caller, method: str, path: str, renames: Mapping[str, str], status: int = 404,
