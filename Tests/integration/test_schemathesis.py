@@ -11,7 +11,12 @@ when DNS has no answer) and no connection is made.
 This file is also the schemathesis hooks module (`SCHEMATHESIS_HOOKS` points at it). The hooks
 only adjust generated *valid* requests for rules a JSON Schema cannot state or for state the
 server keeps between requests, so that a valid request stays valid:
-  - `retry.backoff_initial_s` must not exceed `retry.backoff_max_s` (a comparison of two members);
+  - `retry.backoff_initial_s` must not exceed `retry.backoff_max_s` (a comparison of two members),
+    and `tls.client_cert_file` and `tls.client_key_file` go together;
+  - a task's members depend on each other (openapi.yaml states these rules in prose, as code
+    generators cannot take conditional schemas): `download`, `checksum` and `resume_data` are for
+    download tasks only; a task without `resume_data` needs a `request`; the body comes from
+    `request.body` or `upload`, not both; an upload task, and `multipart`, need one;
   - an `Idempotency-Key` reused with another body is rightly 422 `idempotency_key_reused`: the key
     is made unique per body (same body, same key — so replays are still exercised);
   - `?wait=` long-polls up to 600 s on a task that does not complete, or for events that do not
@@ -65,6 +70,29 @@ if __name__ == "_schemathesis_hooks":
             else:
                 retry["backoff_initial_s"] = max_value
 
+    def _pair_client_certificate(configuration) -> None:
+        tls = configuration.get("tls") if isinstance(configuration, dict) else None
+        if isinstance(tls, dict) and isinstance(tls.get("client_cert_file"), str) != isinstance(tls.get("client_key_file"), str):
+            tls.pop("client_cert_file", None)
+            tls.pop("client_key_file", None)
+
+    def _keep_task_rules(creation) -> None:
+        """Makes a generated task creation keep the rules between its members."""
+        if not isinstance(creation, dict):
+            return
+        if creation.get("kind") != "download":
+            for member in ("download", "checksum", "resume_data"):
+                creation.pop(member, None)
+        request = creation.get("request")
+        if not isinstance(request, dict) and not isinstance(creation.get("resume_data"), str):
+            creation["request"] = request = {"url": "http://127.0.0.1:9/"}
+        has_body = isinstance(request, dict) and isinstance(request.get("body"), dict)
+        if has_body and isinstance(creation.get("upload"), dict):
+            creation["upload"] = None
+        needs_body = creation.get("kind") == "upload" or isinstance(creation.get("multipart"), dict)
+        if needs_body and not has_body and not isinstance(creation.get("upload"), dict):
+            creation["upload"] = {"from_blob": os.environ.get("TRANSFERD_SCHEMATHESIS_BLOB", "")}
+
     def _existing_sources(creation) -> None:
         """Points a task's blob and task references at the blob the test stored."""
         blob = os.environ.get("TRANSFERD_SCHEMATHESIS_BLOB")
@@ -86,10 +114,13 @@ if __name__ == "_schemathesis_hooks":
                 case.path_parameters["event"] = event
             if operation == "PUT /v1/sessions/{identifier}" and isinstance(case.body, dict):
                 _fix_backoff(case.body.get("configuration"))
+                _pair_client_certificate(case.body.get("configuration"))
             if operation == "POST /v1/sessions/{identifier}/tasks":
+                _keep_task_rules(case.body)
                 _existing_sources(case.body)
             if operation == "POST /v1/sessions/{identifier}/tasks:batch" and isinstance(case.body, dict):
                 for creation in case.body.get("tasks") or []:
+                    _keep_task_rules(creation)
                     _existing_sources(creation)
             if operation == "POST /v1/sessions/{identifier}/tasks" and case.headers:
                 key = case.headers.get("Idempotency-Key")
