@@ -23,6 +23,18 @@ import FoundationNetworking
         return Client(serverURL: transferd.baseURL, transport: transport)
     }
 
+    /// Every item of a list, a page at a time, passing each page's `next` back as `after`.
+    static func paged<Item>(_ page: (String?) async throws -> ([Item], String?)) async throws -> [Item] {
+        var items: [Item] = []
+        var after: String?
+        repeat {
+            let (found, next) = try await page(after)
+            items += found
+            after = next
+        } while after != nil
+        return items
+    }
+
     @Test func theGeneratedClientRunsTheWholeFlow() async throws {
         let transferd = try TransferdProcess()
         let origin = try TestOrigin()
@@ -48,13 +60,10 @@ import FoundationNetworking
         }
         let sid = "com.example.swift.default"
         #expect(try await client.getSession(path: .init(identifier: sid)).ok.body.json.identifier == sid)
-        var listed: [String] = []
-        var after: String?
-        repeat {
+        let listed = try await Self.paged { after in
             let page = try await client.listSessions(query: .init(limit: 1, after: after)).ok.body.json
-            listed += page.sessions.map(\.identifier)
-            after = page.next
-        } while after != nil
+            return (page.sessions.map(\.identifier), page.next)
+        }
         #expect(Set(identifiers).isSubset(of: listed))
 
         // A download, a data task and an upload from a blob, waited for, with their results.
@@ -79,13 +88,10 @@ import FoundationNetworking
         let upload = try await wait(create(.init(kind: .upload, request: .init(url: origin.url("/bytes/1"), method: "POST"),
                                                  upload: .UploadFromBlob(.init(fromBlob: blob.id)))))
         #expect(upload.request.body?.blob == blob.id && upload.response != nil)
-        var tasks: [String] = []
-        after = nil
-        repeat {
+        let tasks = try await Self.paged { after in
             let page = try await client.listTasks(path: .init(identifier: sid), query: .init(limit: 1, after: after)).ok.body.json
-            tasks += page.tasks.map(\.id)
-            after = page.next
-        } while after != nil
+            return (page.tasks.map(\.id), page.next)
+        }
         #expect(Set(tasks) == [download.id, data.id, upload.id])
 
         // A download caught mid-way, cancelled with resume data, then resumed from it.
@@ -114,6 +120,22 @@ import FoundationNetworking
         #expect(seqs == Array(1...seqs.count))
         let acked = try await client.acknowledgeEvents(path: .init(identifier: sid), body: .json(.init(through: seqs.last!))).ok.body.json
         #expect(acked.ackedThrough == seqs.last!)
+
+        // The delegate's delivery attempts (recorded shortly after each ends) and the cookie jar.
+        var deliveries: [Schemas.DeliveryAttempt] = []
+        for _ in 0..<200 where deliveries.isEmpty {
+            deliveries = try await Self.paged { after in
+                let page = try await client.listDeliveries(path: .init(identifier: sid), query: .init(limit: 1, after: after)).ok.body.json
+                return (page.deliveries, page.next)
+            }
+            if deliveries.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(!deliveries.isEmpty)
+        let cookies = try await Self.paged { after in
+            let page = try await client.listSessionCookies(path: .init(identifier: sid), query: .init(limit: 1, after: after)).ok.body.json
+            return (page.cookies, page.next)
+        }
+        #expect(cookies.isEmpty)
 
         // A problem document, as a typed value.
         let missing = try await client.getSession(path: .init(identifier: "com.example.swift.none"))
