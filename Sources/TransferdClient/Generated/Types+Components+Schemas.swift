@@ -317,12 +317,16 @@ extension Components {
         /// - Remark: Generated from `#/components/schemas/Health`.
         public struct Health: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Health/status`.
-            public var status: OpenAPIRuntime.OpenAPIValueContainer
+            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case ok = "ok"
+            }
+            /// - Remark: Generated from `#/components/schemas/Health/status`.
+            public var status: Components.Schemas.Health.StatusPayload
             /// Creates a new `Health`.
             ///
             /// - Parameters:
             ///   - status:
-            public init(status: OpenAPIRuntime.OpenAPIValueContainer) {
+            public init(status: Components.Schemas.Health.StatusPayload) {
                 self.status = status
             }
             public enum CodingKeys: String, CodingKey {
@@ -388,13 +392,21 @@ extension Components {
         /// - Remark: Generated from `#/components/schemas/ServiceInfo`.
         public struct ServiceInfo: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/ServiceInfo/service`.
-            public var service: OpenAPIRuntime.OpenAPIValueContainer
+            @frozen public enum ServicePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case transferd = "transferd"
+            }
+            /// - Remark: Generated from `#/components/schemas/ServiceInfo/service`.
+            public var service: Components.Schemas.ServiceInfo.ServicePayload
             /// The transferd release (semantic version).
             ///
             /// - Remark: Generated from `#/components/schemas/ServiceInfo/version`.
             public var version: Swift.String
             /// - Remark: Generated from `#/components/schemas/ServiceInfo/api`.
-            public var api: OpenAPIRuntime.OpenAPIValueContainer
+            @frozen public enum ApiPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case v1 = "v1"
+            }
+            /// - Remark: Generated from `#/components/schemas/ServiceInfo/api`.
+            public var api: Components.Schemas.ServiceInfo.ApiPayload
             /// - Remark: Generated from `#/components/schemas/ServiceInfo/started_at`.
             public var startedAt: Components.Schemas.Timestamp
             /// Creates a new `ServiceInfo`.
@@ -405,9 +417,9 @@ extension Components {
             ///   - api:
             ///   - startedAt:
             public init(
-                service: OpenAPIRuntime.OpenAPIValueContainer,
+                service: Components.Schemas.ServiceInfo.ServicePayload,
                 version: Swift.String,
-                api: OpenAPIRuntime.OpenAPIValueContainer,
+                api: Components.Schemas.ServiceInfo.ApiPayload,
                 startedAt: Components.Schemas.Timestamp
             ) {
                 self.service = service
