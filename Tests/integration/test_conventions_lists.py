@@ -88,3 +88,24 @@ def test_a_problem_lists_every_invalid_field_and_names_the_request(transferd):
     # A request id the server made up is the instance too.
     made_up = transferd.get("/v1/sessions/no-such-session")
     assert assert_problem(made_up, 404)["instance"] == made_up.headers["X-Request-Id"]
+
+
+def test_a_task_creation_problem_lists_every_invalid_field_and_creates_nothing(transferd):
+    sid = unique()
+    create_session(transferd, sid)
+    body = {"kind": "download", "id": "..", "priority": 2,
+            "request": {"url": "ftp://example.com/a", "method": "GET /", "headers": {"Host": "x"}, "colour": 1},
+            "download": {"max_bytes": 0, "digests": ["sha3"]}, "begin_at": "tomorrow", "start": "yes"}
+    problem = assert_problem(transferd.post(tasks_path(sid), json=body), 422)
+    assert [e["field"] for e in problem["errors"]] == [
+        "id", "request.url", "request.method", "request.headers.Host", "request.colour",
+        "download.max_bytes", "download.digests[0]", "priority", "begin_at", "start"]
+    assert problem["field"] == "id"  # the first leads, as before
+    assert [e["code"] for e in problem["errors"]][1:5] == ["unsupported_url", "validation_failed",
+                                                          "validation_failed", "unknown_field"]
+    # Rules between members are checked once the members themselves are right.
+    both = {"kind": "upload", "request": {"url": "http://127.0.0.1:9/u", "body": {"text": "a"}},
+            "upload": {"from_blob": "b_1"}, "checksum": {"sha256": "00"}}
+    problem = assert_problem(transferd.post(tasks_path(sid), json=both), 422)
+    assert [e["field"] for e in problem["errors"]] == ["upload", "checksum"]
+    assert transferd.get(tasks_path(sid)).json()["tasks"] == []

@@ -28,85 +28,134 @@ package struct TaskCreationRequest: Sendable {
     /// The creating request's `traceparent` header, when valid (not a member of the body).
     package var traceparent: String?
 
+    /// Every member is checked, each on its own, so that one reply names every field at fault;
+    /// a rule between members is checked once the members it relates were read without fault.
     package static func parse(_ value: JSONValue, field: String) throws(Refusal) -> TaskCreationRequest {
         var r = try ObjectReader(value, path: field)
-        let kindText = try r.requiredString("kind")
-        guard let kind = TaskKind(rawValue: kindText) else {
-            throw Refusal.invalid(r.field("kind"), "must be data, download or upload")
+        var errors = FieldErrors()
+        var kind: TaskKind?
+        try errors.check { () throws(Refusal) in
+            let text = try r.requiredString("kind")
+            guard let known = TaskKind(rawValue: text) else {
+                throw Refusal.invalid(r.field("kind"), "must be data, download or upload")
+            }
+            kind = known
         }
-        let id = try r.string("id", maxLength: 200)
-        if let id, !IdentifierValidation.isValid(id) {
-            throw Refusal.invalid(r.field("id"), "must be 1–200 characters of A-Z a-z 0-9 . _ - (not . or ..)")
+        var id: String?
+        try errors.check { () throws(Refusal) in
+            id = try r.string("id", maxLength: 200)
+            if let id, !IdentifierValidation.isValid(id) {
+                throw Refusal.invalid(r.field("id"), "must be 1–200 characters of A-Z a-z 0-9 . _ - (not . or ..)")
+            }
         }
-        let resumeToken = try r.string("resume_data", maxLength: 64 * 1024)
-        if resumeToken != nil && kind != .download {
-            throw Refusal.invalid(r.field("resume_data"), "is only for download tasks")
+        var resumeToken: String?
+        try errors.check { () throws(Refusal) in
+            resumeToken = try r.string("resume_data", maxLength: 64 * 1024)
+            if resumeToken != nil, let kind, kind != .download {
+                throw Refusal.invalid(r.field("resume_data"), "is only for download tasks")
+            }
         }
-        // A download made from resume data needs no request: the URL is in the data.
-        var request = try r.object("request")
-        if request == nil && resumeToken != nil { request = try ObjectReader(.object([]), path: "request") }
-        guard request != nil else { throw Refusal.invalid(r.field("request"), "is required") }
-        let url = try request!.string("url", maxLength: 8192) ?? ""
-        if resumeToken == nil || !url.isEmpty {
-            guard !url.isEmpty else { throw Refusal.invalid(request!.field("url"), "is required") }
-            try validateURL(url, field: request!.field("url"))
+        var url = "", method = "GET", headers: [Header] = [], inlineBody: BodySource?
+        var requestRead = false
+        try errors.check { () throws(Refusal) in
+            // A download made from resume data needs no request: the URL is in the data.
+            var request = try r.object("request")
+            if request == nil && resumeToken != nil { request = try ObjectReader(.object([]), path: "request") }
+            guard var request else { throw Refusal.invalid(r.field("request"), "is required") }
+            var inner = FieldErrors()
+            try inner.check { () throws(Refusal) in
+                url = try request.string("url", maxLength: 8192) ?? ""
+                if resumeToken == nil || !url.isEmpty {
+                    guard !url.isEmpty else { throw Refusal.invalid(request.field("url"), "is required") }
+                    try validateURL(url, field: request.field("url"))
+                }
+            }
+            try inner.check { () throws(Refusal) in
+                method = try request.string("method", maxLength: 32) ?? (kind == .upload ? "PUT" : "GET")
+                guard !method.isEmpty, method.utf8.allSatisfy(HeaderValidation.isTokenChar) else {
+                    throw Refusal.invalid(request.field("method"), "is not a valid HTTP method")
+                }
+            }
+            try inner.check { () throws(Refusal) in
+                headers = try HeaderValidation.validate(try request.stringMap("headers") ?? [], field: request.field("headers"))
+            }
+            try inner.check { () throws(Refusal) in inlineBody = try parseBody(&request) }
+            try inner.check { () throws(Refusal) in try request.finish() }
+            try inner.finish()
+            requestRead = true
         }
-        let method = try request!.string("method", maxLength: 32) ?? (kind == .upload ? "PUT" : "GET")
-        guard !method.isEmpty, method.utf8.allSatisfy(HeaderValidation.isTokenChar) else {
-            throw Refusal.invalid(request!.field("method"), "is not a valid HTTP method")
-        }
-        let headers = try HeaderValidation.validate(try request!.stringMap("headers") ?? [], field: request!.field("headers"))
-        let inlineBody = try parseBody(&request!)
-        try request!.finish()
-        let (uploadBody, sendDigest) = try parseUpload(&r)
-        if inlineBody != nil && uploadBody != nil {
-            throw Refusal.invalid(r.field("upload"), "give the body either as request.body or as upload, not both")
+        var uploadBody: BodySource?, sendDigest: SendDigest?
+        var uploadRead = false
+        try errors.check { () throws(Refusal) in
+            (uploadBody, sendDigest) = try parseUpload(&r)
+            uploadRead = true
         }
         let body = inlineBody ?? uploadBody
-        if kind == .upload && body == nil {
-            throw Refusal.invalid(r.field("upload"), "an upload task needs upload.from_blob, upload.from_file, upload.from_task or request.body")
-        }
-        let multipart = try parseMultipart(&r)
-        if multipart != nil && body == nil {
-            throw Refusal.invalid(r.field("multipart"), "multipart needs a body to wrap (upload or request.body)")
-        }
-
-        var destination: String?
-        var digests: [DigestAlgorithm]?
-        var maxBytes: Int64?
-        if var d = try r.object("download") {
-            guard kind == .download else { throw Refusal.invalid(d.path, "is only for download tasks") }
-            destination = try d.string("destination", maxLength: 4096)
-            maxBytes = try d.integer("max_bytes", in: 1...(1 << 62))
-            if let names = try d.array("digests", maxCount: DigestAlgorithm.allCases.count) {
-                var strings: [String] = []
-                for (i, item) in names.enumerated() {
-                    guard let s = item.stringValue else { throw Refusal.invalid(d.field("digests") + "[\(i)]", "must be a string") }
-                    strings.append(s)
+        if requestRead && uploadRead {
+            try errors.check { () throws(Refusal) in
+                if inlineBody != nil && uploadBody != nil {
+                    throw Refusal.invalid(r.field("upload"), "give the body either as request.body or as upload, not both")
                 }
-                digests = try DigestAlgorithm.parseList(strings, field: d.field("digests"))
+                if kind == .upload && body == nil {
+                    throw Refusal.invalid(r.field("upload"), "an upload task needs upload.from_blob, upload.from_file, upload.from_task or request.body")
+                }
             }
-            try d.finish()
+        }
+        var multipart: MultipartSpec?
+        try errors.check { () throws(Refusal) in
+            multipart = try parseMultipart(&r)
+            if multipart != nil && body == nil && requestRead && uploadRead {
+                throw Refusal.invalid(r.field("multipart"), "multipart needs a body to wrap (upload or request.body)")
+            }
+        }
+        var destination: String?, digests: [DigestAlgorithm]?, maxBytes: Int64?
+        try errors.check { () throws(Refusal) in
+            guard var d = try r.object("download") else { return }
+            if let kind, kind != .download { throw Refusal.invalid(d.path, "is only for download tasks") }
+            var inner = FieldErrors()
+            try inner.check { () throws(Refusal) in destination = try d.string("destination", maxLength: 4096) }
+            try inner.check { () throws(Refusal) in maxBytes = try d.integer("max_bytes", in: 1...(1 << 62)) }
+            try inner.check { () throws(Refusal) in digests = try parseDigests(&d) }
+            try inner.check { () throws(Refusal) in try d.finish() }
+            try inner.finish()
         }
         var checksum: Checksum?
-        if let c = try r.object("checksum") {
-            guard kind == .download else { throw Refusal.invalid(c.path, "is only for download tasks") }
+        try errors.check { () throws(Refusal) in
+            guard let c = try r.object("checksum") else { return }
+            if let kind, kind != .download { throw Refusal.invalid(c.path, "is only for download tasks") }
             checksum = try Checksum.parse(c)
         }
-        let priority = try r.number("priority", in: 0...1) ?? 0.5
+        var priority = 0.5
+        try errors.check { () throws(Refusal) in priority = try r.number("priority", in: 0...1) ?? 0.5 }
         var beginAt: Timestamp?
-        if let text = try r.string("begin_at", maxLength: 64) {
+        try errors.check { () throws(Refusal) in
+            guard let text = try r.string("begin_at", maxLength: 64) else { return }
             guard let t = Timestamp(rfc3339: text) else {
                 throw Refusal.invalid(r.field("begin_at"), "must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z")
             }
             beginAt = t
         }
-        let description = try r.string("description", maxLength: 4096)
-        let start = try r.bool("start") ?? true
-        try r.finish()
+        var description: String?
+        try errors.check { () throws(Refusal) in description = try r.string("description", maxLength: 4096) }
+        var start = true
+        try errors.check { () throws(Refusal) in start = try r.bool("start") ?? true }
+        try errors.check { () throws(Refusal) in try r.finish() }
+        try errors.finish()
+        guard let kind else { preconditionFailure("a missing kind is a refusal above") }
         return TaskCreationRequest(id: id, kind: kind, url: url, method: method, headers: headers, body: body,
                                    multipart: multipart, sendDigest: sendDigest, destination: destination, checksum: checksum, digests: digests, maxBytes: maxBytes, priority: priority,
                                    beginAt: beginAt, description: description, start: start, resumeToken: resumeToken)
+    }
+
+    /// `download.digests`: algorithm names, each known, none twice.
+    private static func parseDigests(_ d: inout ObjectReader) throws(Refusal) -> [DigestAlgorithm]? {
+        guard let names = try d.array("digests", maxCount: DigestAlgorithm.allCases.count) else { return nil }
+        var strings: [String] = []
+        for (i, item) in names.enumerated() {
+            guard let s = item.stringValue else { throw Refusal.invalid(d.field("digests") + "[\(i)]", "must be a string") }
+            strings.append(s)
+        }
+        return try DigestAlgorithm.parseList(strings, field: d.field("digests"))
     }
 
     /// Only absolute http and https URLs (every other scheme is `unsupported_url`), as curl parses them. `field` is
