@@ -4,16 +4,18 @@ DATA_DIR ?= ./transferd-data
 ARGS     ?=
 SWIFT    ?= swift
 RELEASE  := .build/release/transferd
+CTL      := .build/release/transferctl
 
-.PHONY: run build deps test unit integration sanitize asan tsan deploy-check crash bench fuzz client clean
+.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash bench fuzz client clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
 	$(RELEASE) --listen $(LISTEN) --data-dir $(DATA_DIR) $(ARGS)
 
-# The service only: the generated TransferdClient library is built by the tests that use it.
+# The service and its command line (transferctl builds the generated TransferdClient with it).
 build: deps
 	$(SWIFT) build -c release --product transferd
+	$(SWIFT) build -c release --product transferctl
 
 deps:
 	@scripts/install-deps.sh build
@@ -30,14 +32,14 @@ test: build
 	$(SWIFT) test
 	$(MAKE) sanitize
 	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_CI_SECONDS)
-	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) TRANSFERCTL_BINARY=$(abspath $(CTL)) python3 -m pytest -q Tests/integration
 
 unit: deps
 	$(SWIFT) test
 
 integration: build
 	@scripts/install-deps.sh test
-	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) TRANSFERCTL_BINARY=$(abspath $(CTL)) python3 -m pytest -q Tests/integration
 
 ## make sanitize: `swift test` under AddressSanitizer (with LeakSanitizer), then under
 ## ThreadSanitizer, each built in its own scratch path (.build-asan, .build-tsan); fails on a
