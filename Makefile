@@ -79,6 +79,14 @@ SECONDS ?= 60
 fuzz: deps
 	SWIFT=$(SWIFT) scripts/fuzz.sh $(SECONDS)
 
+## make man: the manual pages of transferctl and transferd (man/transferctl.1, man/transferd.1),
+## generated from the commands' own definitions by swift-argument-parser's generate-manual plugin
+## (it builds the release products first). Read one with `man -l man/transferctl.1`.
+man: deps
+	$(SWIFT) package generate-manual
+	mkdir -p man
+	cp .build/plugins/GenerateManual/outputs/transferctl/transferctl.1 .build/plugins/GenerateManual/outputs/transferd/transferd.1 man/
+
 ## make client: regenerate the Swift client (Sources/TransferdClient/Generated) from openapi.yaml
 ## with swift-openapi-generator, pinned in clients/swift/Package.swift and built there once, and
 ## record the document's digest (test_generated_swift_client.py fails when it no longer matches).
@@ -91,4 +99,4 @@ client:
 	cat openapi.yaml clients/swift/openapi-generator-config.yaml | sha256sum | cut -d' ' -f1 > clients/swift/openapi.sha256
 
 clean:
-	rm -rf .build .build-asan .build-tsan .build-fuzz .build-openapi-generator
+	rm -rf man .build .build-asan .build-tsan .build-fuzz .build-openapi-generator

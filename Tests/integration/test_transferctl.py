@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from support.origin import Origin
 from support.transferctl import PtyCtl, ctl_binary, run_ctl
-from support.transferd import free_port
+from support.transferd import REPO_ROOT, free_port
 
 KiB = 1 << 10
 HIDE, SHOW, UP = b"\x1b[?25l", b"\x1b[?25h", b"\x1b[1A"
@@ -164,9 +165,24 @@ def test_progress_is_redrawn_in_place_with_the_cursor_hidden(td, origin, tmp_pat
     assert out.count(UP) >= 2  # redrawn, not scrolled
     assert SHOW in out[out.rindex(UP):]
     assert b"100%" in out and b"/s" in out and b"\x1b[32mdone" in out
-    for line in out.replace(b"\r", b"\n").split(b"\n"):
-        plain = line.replace(b"\x1b[2K", b"").replace(UP, b"").replace(b"\x1b[36m", b"").replace(b"\x1b[32m", b"").replace(b"\x1b[0m", b"")
-        assert len(plain.decode()) < 90
+    assert max(visible_widths(out)) < 90
+
+
+def visible_widths(drawn: bytes) -> list[int]:
+    """The width of each line drawn, control sequences left out."""
+    text = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", drawn)
+    return [len(line.decode()) for line in text.replace(b"\r", b"\n").split(b"\n")]
+
+
+def test_progress_follows_the_terminal_width(td, origin, tmp_path):
+    run = PtyCtl(td, "download", origin.url("/bytes/400000?rate=80000"), "-o", "w.bin", cwd=tmp_path, columns=120)
+    wide = run.read_until(b"/s")
+    assert max(visible_widths(wide)) > 80
+    run.resize(60)
+    assert run.wait() == 0
+    drawn = run.output[:run.output.rindex(SHOW)]
+    last = drawn[drawn.rindex(UP):]
+    assert b"done" in last and 30 < max(visible_widths(last)) < 60
 
 
 @pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"TERM": "dumb"}])
@@ -240,3 +256,10 @@ def test_completion_scripts(shell, tmp_path):
     if shell == "bash":
         (tmp_path / "transferctl.bash").write_text(script.stdout)
         assert subprocess.run(["bash", "-n", str(tmp_path / "transferctl.bash")]).returncode == 0
+
+
+def test_make_man_writes_the_manual_from_the_commands(tmp_path):
+    made = subprocess.run(["make", "man"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    assert made.returncode == 0, made.stderr
+    page = (REPO_ROOT / "man" / "transferctl.1").read_text()
+    assert ".Dt TRANSFERCTL 1" in page and "transferctl download" in page and "TRANSFERD_TOKEN" in page
