@@ -48,8 +48,7 @@ RUN apt-get update -q \
     && install -d -o 10001 -g 10001 -m 0750 /data
 COPY --from=build /runtime/ /
 # Fails the build here, not at the first start, if a library is missing from this stage.
-RUN ["/usr/local/bin/transferd", "--version"]
-RUN ["/usr/local/bin/transferctl", "--version"]
+RUN /usr/local/bin/transferd --version && /usr/local/bin/transferctl --version
 
 # The documented TRANSFERD_* variables (README "Configuration"); anything else is set with -e or
 # given as flags after the image name. A non-loopback listen address needs a token: it is read
