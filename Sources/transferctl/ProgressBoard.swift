@@ -124,7 +124,8 @@ final class ProgressBoard: @unchecked Sendable {
             }
         }
         let visibleTail = tail.count - (fancy && row.outcome != nil ? 9 : 0)
-        let label = String(row.label.prefix(max(8, width / 4)))
+        let labelWidth = min(max(8, width / 4), order.compactMap { rows[$0]?.label.count }.max() ?? 8)
+        let label = String(row.label.prefix(labelWidth)).padding(toLength: labelWidth, withPad: " ", startingAt: 0)
         guard bar else { return label + "  " + tail }
         let barWidth = width - label.count - visibleTail - 6
         guard barWidth >= 5 else { return String((label + " " + tail).prefix(max(1, width - 1))) }

@@ -5,7 +5,7 @@ import TransferdClient
 struct Tasks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, show and control the tasks of a session.",
-        subcommands: [List.self, Get.self, Suspend.self, Resume.self, Cancel.self, Remove.self])
+        subcommands: [List.self, Get.self, VerbCommand<Suspend>.self, VerbCommand<Resume>.self, Cancel.self, Remove.self])
 
     typealias Task = Components.Schemas.Task
 
@@ -90,31 +90,39 @@ struct Tasks: AsyncParsableCommand {
         }
     }
 
-    struct Suspend: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Suspend tasks (the partial file is kept).",
-            discussion: "Examples:\n  transferctl tasks suspend t_01 t_02")
+    /// suspend and resume: the same command but for the call it makes.
+    protocol Verb {
+        static var name: String { get }
+        static var abstract: String { get }
+        static func perform(_ api: API, _ path: Operations.GetTask.Input.Path) async throws -> Task
+    }
+
+    struct VerbCommand<V: Verb>: AsyncParsableCommand {
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(commandName: V.name, abstract: V.abstract,
+                                 discussion: "Examples:\n  transferctl tasks \(V.name) t_01\n  transferctl tasks \(V.name) t_01 t_02 --json")
+        }
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The tasks.") var tasks: [String]
 
         func run() async throws {
-            try await Action(global: global, tasks: tasks) { api, path in
-                try await api.client.suspendTask(path: .init(identifier: path.identifier, task: path.task)).ok.body.json
-            }.run()
+            try await Action(global: global, tasks: tasks, perform: V.perform).run()
         }
     }
 
-    struct Resume: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Resume suspended tasks.",
-            discussion: "Examples:\n  transferctl tasks resume t_01")
-        @OptionGroup var global: GlobalOptions
-        @Argument(help: "The tasks.") var tasks: [String]
+    enum Suspend: Verb {
+        static let name = "suspend"
+        static let abstract = "Suspend tasks (the partial file is kept)."
+        static func perform(_ api: API, _ path: Operations.GetTask.Input.Path) async throws -> Task {
+            try await api.client.suspendTask(path: .init(identifier: path.identifier, task: path.task)).ok.body.json
+        }
+    }
 
-        func run() async throws {
-            try await Action(global: global, tasks: tasks) { api, path in
-                try await api.client.resumeTask(path: .init(identifier: path.identifier, task: path.task)).ok.body.json
-            }.run()
+    enum Resume: Verb {
+        static let name = "resume"
+        static let abstract = "Resume suspended tasks (with Range where the origin allows)."
+        static func perform(_ api: API, _ path: Operations.GetTask.Input.Path) async throws -> Task {
+            try await api.client.resumeTask(path: .init(identifier: path.identifier, task: path.task)).ok.body.json
         }
     }
 

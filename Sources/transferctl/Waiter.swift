@@ -73,9 +73,11 @@ struct Waiter {
         return nil
     }
 
-    /// What a progress line calls the task: the last part of its URL, else its id.
+    /// What a progress line calls the task: the name of the file it writes, else the last part
+    /// of its URL, else its id.
     static func label(_ task: Task) -> String {
-        let name = URL(string: task.request.url)?.lastPathComponent ?? ""
+        let destination = task.download?.destination.flatMap { URL(fileURLWithPath: $0).lastPathComponent }
+        let name = destination ?? URL(string: task.request.url)?.lastPathComponent ?? ""
         return name.isEmpty || name == "/" ? task.id : name
     }
 
