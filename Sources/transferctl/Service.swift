@@ -15,6 +15,20 @@ struct Blobs: AsyncParsableCommand {
         .init("CREATED") { $0.createdAt },
     ]
 
+    /// Hands a local file to transferd, read a MiB at a time rather than whole.
+    static func put(_ path: String, api: API) async throws -> Components.Schemas.Blob {
+        guard let handle = FileHandle(forReadingAtPath: path),
+              let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
+            throw Failure.usage("cannot read \(path)")
+        }
+        let pieces = AsyncStream<ArraySlice<UInt8>> {
+            let piece = handle.readData(ofLength: 1 << 20)
+            return piece.isEmpty ? nil : ArraySlice(piece)
+        }
+        let body = HTTPBody(pieces, length: .known(Int64(size)), iterationBehavior: .single)
+        return try await api.client.createBlob(body: .binary(body)).created.body.json
+    }
+
     struct Put: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Upload a local file as a blob; prints its id.",
@@ -24,8 +38,7 @@ struct Blobs: AsyncParsableCommand {
 
         func run() async throws {
             let api = try global.api()
-            guard let bytes = FileManager.default.contents(atPath: file) else { throw Failure.usage("cannot read \(file)") }
-            let blob = try await api.client.createBlob(body: .binary(HTTPBody(bytes))).created.body.json
+            let blob = try await Blobs.put(file, api: api)
             try api.output.rows([blob], Blobs.columns)
         }
     }

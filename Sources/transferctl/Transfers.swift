@@ -93,12 +93,9 @@ struct Upload: AsyncParsableCommand {
 
     func run() async throws {
         let api = try global.api()
-        guard let bytes = FileManager.default.contents(atPath: file) else {
-            throw Failure.usage("cannot read \(file)")
-        }
         let session = try await api.session()
         let cursor = try await Waiter.cursor(api, session: session)
-        let blob = try await api.client.createBlob(body: .binary(HTTPBody(bytes))).created.body.json
+        let blob = try await Blobs.put(file, api: api)
         let creation = Components.Schemas.TaskCreation(
             kind: .upload, request: .init(url: url, method: method), upload: .UploadFromBlob(.init(fromBlob: blob.id)))
         let task = try await api.client.createTask(path: .init(identifier: session), body: .json(creation)).created.body.json

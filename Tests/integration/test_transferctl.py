@@ -141,6 +141,7 @@ def test_exit_codes(td, origin, tmp_path):
     assert run_ctl(td, "download").returncode == 2  # missing URL
     assert run_ctl(td, "tasks", "ls", "--bogus").returncode == 2
     assert run_ctl(td, "download", "http://127.0.0.1/", "--wait", cwd=tmp_path).returncode == 2  # no file name
+    assert run_ctl(td, "upload", str(tmp_path / "missing"), origin.url("/upload")).returncode == 2
     unreachable = run_ctl(None, "stats", env={"TRANSFERD_URL": f"http://127.0.0.1:{free_port()}"})
     assert unreachable.returncode == 3 and "unreachable" in unreachable.stderr
     unauthorised = run_ctl(td, "stats", "--token", "wrong")
@@ -172,6 +173,17 @@ def visible_widths(drawn: bytes) -> list[int]:
     """The width of each line drawn, control sequences left out."""
     text = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", drawn)
     return [len(line.decode()) for line in text.replace(b"\r", b"\n").split(b"\n")]
+
+
+def test_several_tasks_are_drawn_one_line_each(td, origin, tmp_path):
+    ids = [run_ctl(td, "download", origin.url(f"/bytes/{n}?rate=100000"), "-o", f"m{n}.bin", "--no-wait", cwd=tmp_path).stdout.strip()
+           for n in (300000, 200000)]
+    run = PtyCtl(td, "wait", *ids)
+    assert run.wait() == 0
+    assert b"\x1b[2A" in run.output  # the block of two lines is redrawn from its top
+    last = run.output[run.output.rindex(b"\x1b[2A"):run.output.rindex(SHOW)]
+    assert re.findall(rb"m(\d+)\.bin", last) == [b"300000", b"200000"] and last.count(b"done") == 2
+    assert run.output[run.output.rindex(SHOW) + len(SHOW):].decode().split() == [ids[0], "done", ids[1], "done"]
 
 
 def test_progress_follows_the_terminal_width(td, origin, tmp_path):
@@ -225,6 +237,14 @@ def test_top_shows_running_tasks_and_quits_on_q(td, origin, tmp_path):
     assert top.wait() == 0
     assert top.output.endswith(SHOW + b"\x1b[?1049l")
     assert before[3] & termios_lflags() == 0  # raw while running (no echo, no line editing)
+
+
+def test_top_quits_on_ctrl_c_with_the_terminal_restored(td):
+    top = PtyCtl(td, "top")
+    top.read_until(b"q to quit")
+    top.send(b"\x03")
+    assert top.wait() == 130
+    assert top.output.endswith(SHOW + b"\x1b[?1049l")
 
 
 def termios_lflags() -> int:
