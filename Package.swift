@@ -164,6 +164,7 @@ let package = Package(
             .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
         ]),
+        .testTarget(name: "TransferctlTests", dependencies: ["transferctl"]),
         .testTarget(name: "TransferStoreTests", dependencies: [
             "Digests", "JSON", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
         ]),
