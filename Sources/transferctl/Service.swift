@@ -6,6 +6,11 @@ import TransferdClient
 struct Blobs: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Hand bytes to transferd (blobs), show and delete them.",
+        discussion: """
+        Examples:
+          transferctl blobs put report.pdf
+          transferctl blobs rm b_0lq6d2k9
+        """,
         subcommands: [Put.self, Get.self, Remove.self])
 
     static let columns: [Output.Column<Components.Schemas.Blob>] = [

@@ -5,6 +5,12 @@ import TransferdClient
 struct Sessions: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, show, create and invalidate sessions.",
+        discussion: """
+        Examples:
+          transferctl sessions ls
+          transferctl sessions create com.example.sync --mode background
+          transferctl sessions invalidate com.example.sync --cancel
+        """,
         subcommands: [List.self, Get.self, Create.self, Invalidate.self])
 
     typealias Session = Components.Schemas.Session

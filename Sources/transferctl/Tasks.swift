@@ -5,6 +5,12 @@ import TransferdClient
 struct Tasks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, show and control the tasks of a session.",
+        discussion: """
+        Examples:
+          transferctl tasks ls --state running
+          transferctl tasks suspend t_01
+          transferctl tasks cancel t_01 --resume-data
+        """,
         subcommands: [List.self, Get.self, VerbCommand<Suspend>.self, VerbCommand<Resume>.self, Cancel.self, Remove.self])
 
     typealias Task = Components.Schemas.Task

@@ -261,7 +261,7 @@ def test_top_in_a_pipe_prints_the_table_once(td):
 
 
 def test_help_has_examples_for_every_command():
-    commands = ["download", "upload", "wait", "sessions ls", "sessions get", "sessions create", "sessions invalidate",
+    commands = ["download", "upload", "wait", "sessions", "tasks", "blobs", "sessions ls", "sessions get", "sessions create", "sessions invalidate",
                 "tasks ls", "tasks get", "tasks suspend", "tasks resume", "tasks cancel", "tasks rm", "events",
                 "deliveries", "redeliver", "blobs put", "blobs get", "blobs rm", "stats", "whoami", "top"]
     for command in commands:
