@@ -24,6 +24,7 @@ struct Waiter {
     /// The completed tasks, in the order of `ids`.
     func wait(for ids: [String]) async throws -> [Task] {
         var done: [String: Task] = [:]
+        defer { board?.finish() }  // the cursor comes back on every way out, errors included
         let interrupted = Failure.interrupted(tasks: ids)
         SignalWatch.shared.onInterrupt { [board] in
             board?.finish()
@@ -54,7 +55,6 @@ struct Waiter {
             }
             if done.count == ids.count { break }
         }
-        board?.finish()
         guard done.count == ids.count else { throw Failure.unreachable("the event stream ended") }
         return ids.map { done[$0]! }
     }

@@ -219,6 +219,13 @@ def test_ctrl_c_leaves_the_task_running_and_says_how_to_reattach(td, origin, tmp
     assert again.returncode == 0 and again.stdout.strip() == f"{task} done"
 
 
+def test_the_cursor_comes_back_when_waiting_fails(td):
+    run = PtyCtl(td, "wait", "no-such-task")
+    assert run.wait() == 1
+    assert HIDE in run.output and SHOW in run.output[run.output.index(HIDE):]
+    assert b"404" in run.output
+
+
 def test_waiting_survives_a_restart_of_transferd(td, origin, tmp_path):
     run = PtyCtl(td, "download", origin.url("/bytes/400000?rate=80000"), "-o", "r.bin", cwd=tmp_path)
     run.read_until(b"/s")
