@@ -2,7 +2,8 @@ import Foundation
 import TransferdClient
 
 /// Results on stdout: aligned tables (a bold header on a terminal that allows colour), or with
-/// `--json` the API's objects, one JSON object a line.
+/// `--json` the API's objects, one JSON object a line, encoded from the generated client's types
+/// (which leave null members out).
 struct Output: Sendable {
     let json: Bool
 
