@@ -26,11 +26,12 @@ COPY Tests/ Tests/
 RUN make build
 # The binary links the Swift runtime dynamically (as `make build` produces it); copy exactly the
 # Swift libraries it loads, at the paths its RUNPATH names, and fail on anything unresolved.
-RUN ldd .build/release/transferd | tee /tmp/ldd.txt \
+# transferctl, the operator's command line, goes next to it (`docker exec … transferctl top`).
+RUN ldd .build/release/transferd .build/release/transferctl | tee /tmp/ldd.txt \
     && ! grep -q "not found" /tmp/ldd.txt \
     && mkdir -p /runtime/usr/local/bin \
-    && awk '$3 ~ /\/lib\/swift\// { print $3 }' /tmp/ldd.txt | xargs -r cp --parents -t /runtime \
-    && cp .build/release/transferd /runtime/usr/local/bin/transferd
+    && awk '$3 ~ /\/lib\/swift\// { print $3 }' /tmp/ldd.txt | sort -u | xargs -r cp --parents -t /runtime \
+    && cp .build/release/transferd .build/release/transferctl /runtime/usr/local/bin/
 
 FROM ${RUNTIME_IMAGE}
 # libcurl4, libsqlite3-0 and libssl3 (libcrypto, for SHA-256; libcurl4 needs it too) are what the
@@ -47,7 +48,7 @@ RUN apt-get update -q \
     && install -d -o 10001 -g 10001 -m 0750 /data
 COPY --from=build /runtime/ /
 # Fails the build here, not at the first start, if a library is missing from this stage.
-RUN ["/usr/local/bin/transferd", "--version"]
+RUN /usr/local/bin/transferd --version && /usr/local/bin/transferctl --version
 
 # The documented TRANSFERD_* variables (README "Configuration"); anything else is set with -e or
 # given as flags after the image name. A non-loopback listen address needs a token: it is read

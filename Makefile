@@ -4,16 +4,18 @@ DATA_DIR ?= ./transferd-data
 ARGS     ?=
 SWIFT    ?= swift
 RELEASE  := .build/release/transferd
+CTL      := .build/release/transferctl
 
-.PHONY: run build deps test unit integration sanitize asan tsan deploy-check crash bench fuzz client clean
+.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash bench fuzz client clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
 	$(RELEASE) --listen $(LISTEN) --data-dir $(DATA_DIR) $(ARGS)
 
-# The service only: the generated TransferdClient library is built by the tests that use it.
+# The service and its command line (transferctl builds the generated TransferdClient with it).
 build: deps
 	$(SWIFT) build -c release --product transferd
+	$(SWIFT) build -c release --product transferctl
 
 deps:
 	@scripts/install-deps.sh build
@@ -30,14 +32,14 @@ test: build
 	$(SWIFT) test
 	$(MAKE) sanitize
 	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_CI_SECONDS)
-	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) TRANSFERCTL_BINARY=$(abspath $(CTL)) python3 -m pytest -q Tests/integration
 
 unit: deps
 	$(SWIFT) test
 
 integration: build
 	@scripts/install-deps.sh test
-	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) TRANSFERCTL_BINARY=$(abspath $(CTL)) python3 -m pytest -q Tests/integration
 
 ## make sanitize: `swift test` under AddressSanitizer (with LeakSanitizer), then under
 ## ThreadSanitizer, each built in its own scratch path (.build-asan, .build-tsan); fails on a
@@ -77,6 +79,14 @@ SECONDS ?= 60
 fuzz: deps
 	SWIFT=$(SWIFT) scripts/fuzz.sh $(SECONDS)
 
+## make man: the manual pages of transferctl and transferd (man/transferctl.1, man/transferd.1),
+## generated from the commands' own definitions by swift-argument-parser's generate-manual plugin
+## (it builds the release products first). Read one with `man -l man/transferctl.1`.
+man: deps
+	$(SWIFT) package generate-manual
+	mkdir -p man
+	cp .build/plugins/GenerateManual/outputs/transferctl/transferctl.1 .build/plugins/GenerateManual/outputs/transferd/transferd.1 man/
+
 ## make client: regenerate the Swift client (Sources/TransferdClient/Generated) from openapi.yaml
 ## with swift-openapi-generator, pinned in clients/swift/Package.swift and built there once, and
 ## record the document's digest (test_generated_swift_client.py fails when it no longer matches).
@@ -89,4 +99,4 @@ client:
 	cat openapi.yaml clients/swift/openapi-generator-config.yaml | sha256sum | cut -d' ' -f1 > clients/swift/openapi.sha256
 
 clean:
-	rm -rf .build .build-asan .build-tsan .build-fuzz .build-openapi-generator
+	rm -rf man .build .build-asan .build-tsan .build-fuzz .build-openapi-generator

@@ -8,6 +8,8 @@ let package = Package(
         .executable(name: "transferd", targets: ["transferd"]),
         // The client Swift services use, generated from openapi.yaml (docs/CLIENTS.md).
         .library(name: "TransferdClient", targets: ["TransferdClient"]),
+        // The operator's command line, a client of the public API only.
+        .executable(name: "transferctl", targets: ["transferctl"]),
     ],
     dependencies: [
         // Pinned exactly, so a fresh clone and the image build the same versions.
@@ -18,6 +20,8 @@ let package = Package(
         // The runtime and transport of the generated TransferdClient.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", exact: "1.13.4"),
         .package(url: "https://github.com/apple/swift-openapi-urlsession.git", exact: "1.4.0"),
+        // Already resolved for the runtime; named here because transferctl's middleware sees its types.
+        .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
     ],
     targets: [
         // C libraries, with typed shims for their variadic calls (Swift cannot call C varargs).
@@ -109,6 +113,17 @@ let package = Package(
             .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
         ]),
 
+        // transferctl: download, upload, wait with live progress (the session's SSE stream), and the
+        // API's resources as tables or JSON lines. Talks to transferd only through TransferdClient
+        // and, for the event stream the buffering transport cannot carry, a streaming reader.
+        .executableTarget(name: "transferctl", dependencies: [
+            "TransferdClient",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+        ]),
+
         // Test support shared by test targets: an origin server on our HTTPServer.
         .target(name: "TestSupport", dependencies: [
             "Digests", "HTTPServer", "Reactor",
@@ -150,6 +165,7 @@ let package = Package(
             .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
         ]),
+        .testTarget(name: "TransferctlTests", dependencies: ["transferctl"]),
         .testTarget(name: "TransferStoreTests", dependencies: [
             "Digests", "JSON", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
         ]),

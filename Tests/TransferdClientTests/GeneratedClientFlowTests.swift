@@ -24,18 +24,6 @@ import FoundationNetworking
         return Client(serverURL: transferd.baseURL, transport: transport)
     }
 
-    /// Every item of a list, a page at a time, passing each page's `next` back as `after`.
-    static func paged<Item>(_ page: (String?) async throws -> ([Item], String?)) async throws -> [Item] {
-        var items: [Item] = []
-        var after: String?
-        repeat {
-            let (found, next) = try await page(after)
-            items += found
-            after = next
-        } while after != nil
-        return items
-    }
-
     /// Whether LeakSanitizer watches this process (`make asan`): FoundationNetworking's URLSession,
     /// the generated client's transport, leaves what libcurl allocates for its requests unfreed,
     /// and LeakSanitizer cannot trace those allocations past libcurl to tell them from ours, so
@@ -68,7 +56,7 @@ import FoundationNetworking
         }
         let sid = "com.example.swift.default"
         #expect(try await client.getSession(path: .init(identifier: sid)).ok.body.json.identifier == sid)
-        let listed = try await Self.paged { after in
+        let listed = try await Pages.all { after in
             let page = try await client.listSessions(query: .init(limit: 1, after: after)).ok.body.json
             return (page.sessions.map(\.identifier), page.next)
         }
@@ -96,7 +84,7 @@ import FoundationNetworking
         let upload = try await wait(create(.init(kind: .upload, request: .init(url: origin.url("/bytes/1"), method: "POST"),
                                                  upload: .UploadFromBlob(.init(fromBlob: blob.id)))))
         #expect(upload.request.body?.blob == blob.id && upload.response != nil)
-        let tasks = try await Self.paged { after in
+        let tasks = try await Pages.all { after in
             let page = try await client.listTasks(path: .init(identifier: sid), query: .init(limit: 1, after: after)).ok.body.json
             return (page.tasks.map(\.id), page.next)
         }
@@ -132,14 +120,14 @@ import FoundationNetworking
         // The delegate's delivery attempts (recorded shortly after each ends) and the cookie jar.
         var deliveries: [Schemas.DeliveryAttempt] = []
         for _ in 0..<200 where deliveries.isEmpty {
-            deliveries = try await Self.paged { after in
+            deliveries = try await Pages.all { after in
                 let page = try await client.listDeliveries(path: .init(identifier: sid), query: .init(limit: 1, after: after)).ok.body.json
                 return (page.deliveries, page.next)
             }
             if deliveries.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(!deliveries.isEmpty)
-        let cookies = try await Self.paged { after in
+        let cookies = try await Pages.all { after in
             let page = try await client.listSessionCookies(path: .init(identifier: sid), query: .init(limit: 1, after: after)).ok.body.json
             return (page.cookies, page.next)
         }
