@@ -34,7 +34,7 @@ struct Events: AsyncParsableCommand {
                     path: .init(identifier: session), query: .init(after: after ?? self.after.map(String.init))).ok.body.json
                 return (page.events, page.events.isEmpty ? nil : page.next)
             }
-            return try api.output.rows(events, Self.columns)
+            return api.output.rows(events, Self.columns, json: .listed("listEvents", member: "events"))
         }
         if !api.output.json { print(Output.table(header: Self.columns.map(\.header), rows: [], bold: Terminal.fancy(STDOUT_FILENO)), terminator: "") }
         for try await element in EventStream(api: api, session: session, after: after).elements() {
@@ -67,14 +67,14 @@ struct Deliveries: AsyncParsableCommand {
             let page = try await api.client.listDeliveries(path: .init(identifier: session), query: .init(after: after)).ok.body.json
             return (page.deliveries, page.next)
         }
-        try api.output.rows(deliveries, [
+        api.output.rows(deliveries, [
             .init("EVENT") { $0.event },
             .init("SEQ") { String($0.seq) },
             .init("ATTEMPT") { String($0.attempt) },
             .init("AT") { $0.at },
             .init("STATUS") { $0.status.map(String.init) ?? "-" },
             .init("ERROR") { $0.error ?? "-" },
-        ])
+        ], json: .listed("listDeliveries", member: "deliveries"))
     }
 }
 

@@ -38,7 +38,7 @@ struct GlobalOptions: ParsableArguments {
         }
         let token = token ?? environment["TRANSFERD_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         return API(baseURL: url, token: token, explicitSession: session ?? environment["TRANSFERD_SESSION"],
-                   output: Output(json: json || format == .json))
+                   output: Output(json: json || format == .json, replies: Replies()))
     }
 }
 
@@ -58,7 +58,9 @@ struct API: Sendable {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 60
         let transport = URLSessionTransport(configuration: .init(session: URLSession(configuration: configuration)))
-        client = Client(serverURL: baseURL, transport: transport, middlewares: [APIMiddleware(token: token)])
+        // Replies are kept only for --json, which reads them: a live `top` would keep every refresh.
+        client = Client(serverURL: baseURL, transport: transport,
+                        middlewares: [APIMiddleware(token: token, replies: output.json ? output.replies : nil)])
     }
 
     /// The session named by --session or TRANSFERD_SESSION, else `transferctl.<user>` as a

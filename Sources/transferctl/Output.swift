@@ -2,10 +2,10 @@ import Foundation
 import TransferdClient
 
 /// Results on stdout: aligned tables (a bold header on a terminal that allows colour), or with
-/// `--json` the API's objects, one JSON object a line, encoded from the generated client's types
-/// (which leave null members out).
+/// `--json` the API's objects, one JSON object a line, as the API sent them.
 struct Output: Sendable {
     let json: Bool
+    let replies: Replies
 
     struct Column<Row>: Sendable {
         let header: String
@@ -16,27 +16,33 @@ struct Output: Sendable {
         }
     }
 
+    /// A line of transferctl's own (for what the API answers without a body).
     func jsonLine<Value: Encodable>(_ value: Value) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    func rows<Row: Encodable>(_ rows: [Row], _ columns: [Column<Row>]) throws {
-        if json { return try rows.forEach(jsonLine) }
+    /// The API's objects that `selection` picks out of the replies read, one a line.
+    func jsonLines(_ selection: Replies.Selection) {
+        for object in replies.objects(selection) { print(String(decoding: object, as: UTF8.self)) }
+    }
+
+    func rows<Row>(_ rows: [Row], _ columns: [Column<Row>], json selection: Replies.Selection) {
+        if json { return jsonLines(selection) }
         print(Self.table(header: columns.map(\.header), rows: rows.map { row in columns.map { $0.value(row) } },
                          bold: Terminal.fancy(STDOUT_FILENO)), terminator: "")
     }
 
     /// One object as `field  value` lines, or one JSON line.
-    func object<Row: Encodable>(_ row: Row, _ fields: [Column<Row>]) throws {
-        if json { return try jsonLine(row) }
+    func object<Row>(_ row: Row, _ fields: [Column<Row>], json selection: Replies.Selection) {
+        if json { return jsonLines(selection) }
         print(Self.table(header: nil, rows: fields.map { [$0.header, $0.value(row)] }, bold: false), terminator: "")
     }
 
     /// A task just created without waiting: its id (or the task as JSON).
-    func created(_ task: Components.Schemas.Task) throws {
-        if json { try jsonLine(task) } else { print(task.id) }
+    func created(_ task: Components.Schemas.Task) {
+        if json { jsonLines(.whole("createTask")) } else { print(task.id) }
     }
 
     /// Columns padded to their widest cell; the last column is not padded.

@@ -44,7 +44,7 @@ struct Blobs: AsyncParsableCommand {
         func run() async throws {
             let api = try global.api()
             let blob = try await Blobs.put(file, api: api)
-            try api.output.rows([blob], Blobs.columns)
+            api.output.rows([blob], Blobs.columns, json: .whole("createBlob"))
         }
     }
 
@@ -57,7 +57,7 @@ struct Blobs: AsyncParsableCommand {
 
         func run() async throws {
             let api = try global.api()
-            try api.output.object(try await api.client.getBlob(path: .init(blob: blob)).ok.body.json, Blobs.columns)
+            api.output.object(try await api.client.getBlob(path: .init(blob: blob)).ok.body.json, Blobs.columns, json: .whole("getBlob"))
         }
     }
 
@@ -95,7 +95,7 @@ struct Stats: AsyncParsableCommand {
             .init("download rate") { Format.bytes(Int64($0.bytesPerSecond.down)) + "/s" },
             .init("upload rate") { Format.bytes(Int64($0.bytesPerSecond.up)) + "/s" },
         ]
-        try api.output.object(stats, fields)
+        api.output.object(stats, fields, json: .whole("getStats"))
     }
 }
 
@@ -114,6 +114,6 @@ struct Whoami: AsyncParsableCommand {
             .init("namespaces") { $0.namespaces?.joined(separator: ", ") ?? "any" },
             .init("allowed paths") { $0.allowPaths?.joined(separator: ", ") ?? "any" },
         ]
-        try api.output.object(principal, fields)
+        api.output.object(principal, fields, json: .whole("getWhoami"))
     }
 }

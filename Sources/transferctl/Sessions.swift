@@ -41,7 +41,7 @@ struct Sessions: AsyncParsableCommand {
                 let page = try await api.client.listSessions(query: .init(after: after)).ok.body.json
                 return (page.sessions, page.next)
             }
-            try api.output.rows(sessions, Sessions.columns)
+            api.output.rows(sessions, Sessions.columns, json: .listed("listSessions", member: "sessions"))
         }
     }
 
@@ -61,7 +61,7 @@ struct Sessions: AsyncParsableCommand {
             var identifier = identifier
             if identifier == nil { identifier = try await api.session() }
             let session = try await api.client.getSession(path: .init(identifier: identifier!)).ok.body.json
-            try api.output.object(session, Sessions.columns)
+            api.output.object(session, Sessions.columns, json: .whole("getSession"))
         }
     }
 
@@ -81,7 +81,7 @@ struct Sessions: AsyncParsableCommand {
             let api = try global.api()
             let response = try await api.client.putSession(path: .init(identifier: identifier), body: .json(.init(mode: mode)))
             let session = try (try? response.created.body.json) ?? response.ok.body.json
-            try api.output.object(session, Sessions.columns)
+            api.output.object(session, Sessions.columns, json: .whole("putSession"))
         }
     }
 
@@ -101,7 +101,7 @@ struct Sessions: AsyncParsableCommand {
             let api = try global.api()
             let session = try await api.client.deleteSession(
                 path: .init(identifier: identifier), query: .init(mode: cancel ? .cancel : .finish)).accepted.body.json
-            try api.output.object(session, Sessions.columns)
+            api.output.object(session, Sessions.columns, json: .whole("deleteSession"))
         }
     }
 }

@@ -58,7 +58,7 @@ struct Tasks: AsyncParsableCommand {
                 let page = try await api.client.listTasks(path: .init(identifier: session), query: .init(state: state, after: after)).ok.body.json
                 return (page.tasks, page.next)
             }
-            try api.output.rows(tasks, Tasks.columns)
+            api.output.rows(tasks, Tasks.columns, json: .listed("listTasks", member: "tasks"))
         }
     }
 
@@ -77,7 +77,7 @@ struct Tasks: AsyncParsableCommand {
             let api = try global.api()
             let session = try await api.session()
             let found = try await api.client.getTask(path: .init(identifier: session, task: task)).ok.body.json
-            try api.output.object(found, Tasks.columns)
+            api.output.object(found, Tasks.columns, json: .whole("getTask"))
         }
     }
 
@@ -85,6 +85,8 @@ struct Tasks: AsyncParsableCommand {
     struct Action {
         let global: GlobalOptions
         let tasks: [String]
+        /// The API operation `perform` calls, whose replies `--json` prints.
+        let operation: String
         let perform: @Sendable (API, Operations.GetTask.Input.Path) async throws -> Task
 
         func run() async throws {
@@ -92,7 +94,7 @@ struct Tasks: AsyncParsableCommand {
             let session = try await api.session()
             var changed: [Task] = []
             for task in tasks { changed.append(try await perform(api, .init(identifier: session, task: task))) }
-            try api.output.rows(changed, Tasks.columns)
+            api.output.rows(changed, Tasks.columns, json: .whole(operation))
         }
     }
 
@@ -100,6 +102,7 @@ struct Tasks: AsyncParsableCommand {
     protocol Verb {
         static var name: String { get }
         static var abstract: String { get }
+        static var operation: String { get }
         static func perform(_ api: API, _ path: Operations.GetTask.Input.Path) async throws -> Task
     }
 
@@ -112,12 +115,13 @@ struct Tasks: AsyncParsableCommand {
         @Argument(help: "The tasks.") var tasks: [String]
 
         func run() async throws {
-            try await Action(global: global, tasks: tasks, perform: V.perform).run()
+            try await Action(global: global, tasks: tasks, operation: V.operation, perform: V.perform).run()
         }
     }
 
     enum Suspend: Verb {
         static let name = "suspend"
+        static let operation = "suspendTask"
         static let abstract = "Suspend tasks (the partial file is kept)."
         static func perform(_ api: API, _ path: Operations.GetTask.Input.Path) async throws -> Task {
             try await api.client.suspendTask(path: .init(identifier: path.identifier, task: path.task)).ok.body.json
@@ -126,6 +130,7 @@ struct Tasks: AsyncParsableCommand {
 
     enum Resume: Verb {
         static let name = "resume"
+        static let operation = "resumeTask"
         static let abstract = "Resume suspended tasks (with Range where the origin allows)."
         static func perform(_ api: API, _ path: Operations.GetTask.Input.Path) async throws -> Task {
             try await api.client.resumeTask(path: .init(identifier: path.identifier, task: path.task)).ok.body.json
@@ -142,7 +147,7 @@ struct Tasks: AsyncParsableCommand {
 
         func run() async throws {
             let resumeData = resumeData
-            try await Action(global: global, tasks: tasks) { api, path in
+            try await Action(global: global, tasks: tasks, operation: "cancelTask") { api, path in
                 try await api.client.cancelTask(path: .init(identifier: path.identifier, task: path.task),
                                                 body: .json(.init(produceResumeData: resumeData))).ok.body.json
             }.run()

@@ -27,7 +27,7 @@ struct Top: AsyncParsableCommand {
     func run() async throws {
         let api = try global.api()
         guard Terminal.fancy(STDOUT_FILENO), !api.output.json else {
-            return try api.output.rows(try await Self.running(api), Self.columns)
+            return api.output.rows(try await Self.running(api), Self.columns, json: .listed("listTasks", member: "tasks"))
         }
         let keyboard = RawKeyboard()
         SignalWatch.shared.onInterrupt {

@@ -21,7 +21,7 @@ struct WaitOptions: ParsableArguments {
                        result: (Components.Schemas.Task) -> String) async throws {
         let tasks = try await Waiter(api: api, session: session, board: ProgressBoard(), after: after).wait(for: ids)
         for task in tasks {
-            if api.output.json { try api.output.jsonLine(task) } else if Waiter.failure(of: task) == nil { print(result(task)) }
+            if api.output.json { api.output.jsonLines(.latest("getTask", id: task.id)) } else if Waiter.failure(of: task) == nil { print(result(task)) }
         }
         let failures = tasks.compactMap(Waiter.failure(of:))
         if !failures.isEmpty { throw Failure.taskFailed(failures.joined(separator: "\n")) }
@@ -55,7 +55,7 @@ struct Download: AsyncParsableCommand {
         let creation = Components.Schemas.TaskCreation(
             kind: .download, request: .init(url: url), download: .init(destination: destination))
         let task = try await api.client.createTask(path: .init(identifier: session), body: .json(creation)).created.body.json
-        guard waiting.waiting else { return try api.output.created(task) }
+        guard waiting.waiting else { return api.output.created(task) }
         try await waiting.finish([task.id], api: api, session: session, after: cursor) { $0.result?.location ?? destination }
     }
 
@@ -99,7 +99,7 @@ struct Upload: AsyncParsableCommand {
         let creation = Components.Schemas.TaskCreation(
             kind: .upload, request: .init(url: url, method: method), upload: .UploadFromBlob(.init(fromBlob: blob.id)))
         let task = try await api.client.createTask(path: .init(identifier: session), body: .json(creation)).created.body.json
-        guard waiting.waiting else { return try api.output.created(task) }
+        guard waiting.waiting else { return api.output.created(task) }
         try await waiting.finish([task.id], api: api, session: session, after: cursor) { task in
             "\(task.id) \(task.response.map { String($0.status) } ?? "-")"
         }

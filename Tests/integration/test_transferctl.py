@@ -67,6 +67,24 @@ def test_json_output_is_one_api_object_a_line(td, origin, tmp_path):
     assert [s["identifier"] for s in sessions] == [task["session"]]
 
 
+def test_json_lines_are_the_apis_objects_nulls_and_member_order_included(td, origin, tmp_path):
+    done = run_ctl(td, "download", origin.url("/bytes/100"), "-o", "c.bin", "--wait", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (waited,) = json_lines(done.stdout)
+    session, task = waited["session"], waited["id"]
+    # The task has completed, so nothing changes between transferctl's read and the test's.
+    api_task = td.get(f"/v1/sessions/{session}/tasks/{task}").json()
+    assert "error" in api_task and api_task["error"] is None
+    for ctl, api in [
+        ([waited], [api_task]),
+        (json_lines(run_ctl(td, "tasks", "get", task, "--json").stdout), [api_task]),
+        (json_lines(run_ctl(td, "tasks", "ls", "--json").stdout), td.get(f"/v1/sessions/{session}/tasks").json()["tasks"]),
+        (json_lines(run_ctl(td, "sessions", "get", session, "--json").stdout), [td.get(f"/v1/sessions/{session}").json()]),
+    ]:
+        assert ctl == api
+        assert [list(o) for o in ctl] == [list(o) for o in api]  # members in the order the API sent them
+
+
 def test_tables_are_aligned(td, origin, tmp_path):
     for name in ("a", "bb"):
         assert run_ctl(td, "download", origin.url("/bytes/100"), "-o", name, "--wait", cwd=tmp_path).returncode == 0
