@@ -104,3 +104,13 @@ def test_waits_for_connectivity_until_the_origin_comes_up(transferd):
         done = assert_success(wait_task(transferd, sid, task["id"]))
         assert done["result"]["sha256"] == Origin.expected_sha256(5000, "up")
         assert len(late.requests) == 1
+
+
+def test_a_task_waiting_to_retry_moves_nothing_and_says_so(transferd, origin):
+    """Between attempts nothing moves: the rate a waiting task shows is 0, not its last attempt's."""
+    sid = create_session(transferd, configuration={"retry": {"backoff_initial_s": 30, "backoff_max_s": 30}})
+    task = create_task(transferd, sid, download(origin.url(f"/bytes/{3 * MiB}?seed=wr&reset_after={MiB}")))
+    retrying = wait_for(lambda: (t := get_task(transferd, sid, task["id"]))["phase"] == "retrying" and t,
+                        timeout=20, message="phase retrying")
+    assert retrying["progress"]["bytes_received"] == MiB, retrying["progress"]
+    assert retrying["progress"]["bytes_per_second"] == 0, retrying["progress"]

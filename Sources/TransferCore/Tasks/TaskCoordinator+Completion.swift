@@ -83,7 +83,12 @@ extension TaskCoordinator {
         if ending?.code == .httpError, case .transferFailed = event {
             output = keepErrorBody(output, outcome: outcome, entry: entry, in: session)
         }
-        let actions = session.locked { step(entry, event) }
+        let actions = session.locked { () -> [TaskLifecycle.Action] in
+            // A task that waits now (to retry, suspended, or for the next start) moves nothing:
+            // its rate is 0, not the attempt's average, which only a completed task keeps.
+            if TaskCoordinator.leavesTaskWaiting(event) { entry.record.progress.bytesPerSecond = 0 }
+            return step(entry, event)
+        }
         if actions == [.complete(nil)] { return finishSuccessfully(outcome, output: output, entry: entry, in: session) }
         if case .transferFailed(_, .retry(let delay)) = event, actions.contains(.releaseOutput), let ending {
             logger.info("retrying", metadata: TaskCoordinator.logMetadata(of: record).merging([
@@ -91,6 +96,15 @@ extension TaskCoordinator {
                 "attempts": .stringConvertible(record.metrics.attempts)]) { $1 })
         }
         perform(actions, of: entry, in: session, output: output, ending: ending)
+    }
+
+    /// Whether an attempt's end leaves the task unfinished: retried later, suspended, or stopped
+    /// for a shutdown it outlives.
+    static func leavesTaskWaiting(_ event: TaskLifecycle.Event) -> Bool {
+        switch event {
+        case .transferFailed(_, .retry), .transferStopped(.suspended), .transferStopped(.shutdown): true
+        default: false
+        }
     }
 
     /// Starts the task once `delay` has passed, unless meanwhile it was suspended, cancelled or
