@@ -4053,6 +4053,8 @@ extension Components {
                 ///
                 /// - Remark: Generated from `#/components/schemas/Task/progress/fraction`.
                 public var fraction: Swift.Double?
+                /// The rate over about the last second while the task moves bytes; 0 while it waits (to start, to retry, suspended); a completed task's average.
+                ///
                 /// - Remark: Generated from `#/components/schemas/Task/progress/bytes_per_second`.
                 public var bytesPerSecond: Swift.Double
                 /// Creates a new `ProgressPayload`.
@@ -4063,7 +4065,7 @@ extension Components {
                 ///   - bytesSent:
                 ///   - bytesExpectedToSend:
                 ///   - fraction: null while the expected size is unknown.
-                ///   - bytesPerSecond:
+                ///   - bytesPerSecond: The rate over about the last second while the task moves bytes; 0 while it waits (to start, to retry, suspended); a completed task's average.
                 public init(
                     bytesReceived: Swift.Int,
                     bytesExpectedToReceive: Swift.Int,
