@@ -82,6 +82,13 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
 
+        // Cluster mode: this replica's leases on sessions in the shared store (heartbeat, renewal,
+        // takeover of a dead replica's sessions) and where a session's requests go.
+        .target(name: "Cluster", dependencies: [
+            "Reactor", "TransferCore", "TransferStore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // The REST API: routes, principals and what each may see and do (tenants), request reading,
         // problem documents. The only module that knows HTTP status codes.
         .target(name: "TransferAPI", dependencies: [
@@ -166,6 +173,7 @@ let package = Package(
             .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
         ]),
         .testTarget(name: "TransferctlTests", dependencies: ["transferctl"]),
+        .testTarget(name: "ClusterTests", dependencies: ["Cluster"]),
         .testTarget(name: "TransferStoreTests", dependencies: [
             "Digests", "JSON", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
         ]),

@@ -17,7 +17,9 @@ struct EventRoutes {
         table.add("GET", "/v1/sessions/{identifier}/events", .session) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit", "wait"])
-                let session = try coordinator.session(try RouteSupport.identifier(request))
+                // In cluster mode a durable session another replica holds is read here, from the
+                // shared store, woken by its notifications: the journal needs no forwarding.
+                let session = try coordinator.sessionForReading(try RouteSupport.identifier(request))
                 let limit = try Pagination.limit(request)
                 let wantsStream = EventRoutes.wantsStream(accept: request.headers["accept"])
                 // A reconnecting EventSource names the last event it saw (WHATWG HTML §9.2.4);

@@ -40,7 +40,7 @@ struct SessionRoutes {
                 try RouteSupport.checkQuery(request, allowed: ["limit", "after"])
                 let limit = try Pagination.limit(request)
                 let after = try Pagination.after(request) ?? ""
-                let sessions = coordinator.registry.all.filter { $0.identifier > after && principal.sees($0.identifier) }
+                let sessions = try coordinator.listedSessions().filter { $0.identifier > after && principal.sees($0.identifier) }
                     .sorted { $0.identifier < $1.identifier }
                 let page = sessions.prefix(limit)
                 responder.respond(RouteSupport.json { json in

@@ -75,6 +75,9 @@ package enum StoreError: Error, Sendable {
     case rejected(String)
     /// The store is closed.
     case closed
+    /// Cluster mode: this replica does not hold the session's lease (it expired, or another
+    /// replica took it), so nothing of the batch was stored.
+    case fenced(session: String)
 }
 
 /// A session's tasks at a glance, for start-up.

@@ -49,6 +49,10 @@ package final class SessionState: @unchecked Sendable {
     /// task looked up for one, so untraced sessions pay nothing per delivery.
     var tracesTasks = false
 
+    /// Cluster mode: this replica lost the session's lease and forgot it. Whatever of it still
+    /// runs (a transfer's end, a retry timer, a late commit) does nothing more.
+    var released = false
+
     /// Events journaled and not yet acknowledged (lock held).
     package var pendingEvents: Int { Int(max(0, nextEventSeq - 1 - ackedThrough)) }
 

@@ -13,6 +13,8 @@ extension TaskCoordinator {
     func transferEnded(_ handle: TransferHandle, _ outcome: TransferOutcome, entry: TaskEntry, in session: SessionState) {
         let taken: (TaskOutput?, TaskRecord, SessionConfiguration)? = session.locked {
             guard entry.transfer === handle else { return nil }
+            // Its lease was lost: the new holder decides what becomes of the task and its files.
+            guard !session.released else { return nil }
             entry.transfer = nil
             defer { entry.output = nil }
             var record = entry.record

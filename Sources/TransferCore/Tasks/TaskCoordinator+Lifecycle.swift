@@ -24,6 +24,8 @@ extension TaskCoordinator {
     func perform(_ actions: [TaskLifecycle.Action], of entry: TaskEntry, in session: SessionState,
                  output: TaskOutput? = nil, ending: TaskError? = nil)
     {
+        // A released session's timers and late reports start or settle nothing (see `release`).
+        if session.locked({ session.released }) { return }
         var resumeData: String?
         for (i, action) in actions.enumerated() {
             switch action {

@@ -45,6 +45,11 @@ package final class TaskCoordinator: @unchecked Sendable {
     let openWaits = OpenWaits()
     /// What `/metrics` shows of tasks, transfers and webhooks.
     package let metrics: ServiceMetrics
+    /// Cluster mode: the store is shared with other replicas, each holding some of the sessions
+    /// (see `TaskCoordinator+Cluster`). Set before the service starts.
+    package var sharesStore = false
+    /// Cluster mode: sessions other replicas hold, as their event readers here see them.
+    let views = SessionViews()
 
     package struct Limits: Sendable {
         /// Largest response body a data task may keep.
@@ -112,6 +117,8 @@ package final class TaskCoordinator: @unchecked Sendable {
                  _ changes: [StoreChange], then: @escaping @Sendable (Result<CommitReport, Error>) -> Void)
     {
         let store = store(of: session)
+        // A session whose lease was lost writes nothing more, whoever asks.
+        if session.locked({ session.released }) { return then(.failure(StoreError.fenced(session: session.identifier))) }
         // Numbering and queueing together, so seqs reach the store in order; it commits and
         // answers in that order.
         session.feed.serially {

@@ -1,0 +1,87 @@
+import TransferEngine
+import TransferModel
+import TransferStore
+
+/// Cluster mode: each session is held by one replica at a time (a lease in the shared store). The
+/// holder keeps the session in memory and runs its tasks; the others forward its requests to it.
+/// These are the two moments of a lease the core sees: taking a session over, and losing it.
+extension TaskCoordinator {
+    /// This replica took the leases of `identifiers`: they come into memory as at a start-up, their
+    /// background tasks continuing from their partial files (Range) and their deliveries from what
+    /// was delivered. A session already in memory is left as it is. Returns those adopted.
+    @discardableResult
+    package func adopt(_ identifiers: [String]) throws -> [String] {
+        let wanted = Set(identifiers.filter { registry.session($0) == nil })
+        guard !wanted.isEmpty else { return [] }
+        let rows = try store.loadSessions().filter { wanted.contains($0.identifier) }
+        guard !rows.isEmpty else { return [] }
+        let summaries = try store.loadSessionSummaries(rows.map(\.identifier))
+        let tasks = try store.loadUnfinishedTasks().filter { wanted.contains($0.session) }
+        restore(rows, summaries: summaries, tasks: tasks)
+        for row in rows { logger.info("session taken over", metadata: ["session": .string(row.identifier)]) }
+        return rows.map(\.identifier)
+    }
+
+    /// The lease on `identifier` is gone (it expired, or another replica holds it now): this
+    /// replica stops acting for the session at once and forgets it. Its transfers stop without
+    /// reporting, its deliveries stop, and nothing more of it is written — the store would refuse
+    /// it (fencing), and the files in the shared data directory are the new holder's now.
+    package func release(_ identifier: String) {
+        guard let session = registry.session(identifier) else { return }
+        registry.remove(session)
+        let transfers = session.locked { () -> [TransferHandle] in
+            session.released = true
+            session.delegate = nil
+            return session.tasks.values.compactMap(\.transfer)
+        }
+        updateDelegateChannel(session)
+        for transfer in transfers { transfer.stop(.shutdown) }
+        completedReplies.invalidate(session: identifier)
+        logger.warning("session lease lost; stopped acting for it", metadata: ["session": .string(identifier)])
+    }
+
+    /// Every session, for a listing: this replica's in memory and, in cluster mode, the others'
+    /// as their stored rows show them (counts as committed), so any replica lists them all.
+    package func listedSessions() throws(Refusal) -> [SessionState] {
+        let local = registry.all
+        guard sharesStore else { return local }
+        do {
+            let held = Set(local.map(\.identifier))
+            let rows = try store.loadSessions().filter { !held.contains($0.identifier) }
+            let summaries = try store.loadSessionSummaries(rows.map(\.identifier))
+            return local + rows.compactMap { sessionState($0, summary: summaries[$0.identifier]) }
+        } catch {
+            throw Refusal.storeFailure(error)
+        }
+    }
+
+    /// The session a reader of its events means: the one in memory, or in cluster mode a durable
+    /// session another replica holds, as a view whose feed this replica keeps fed (see
+    /// `SessionViews`, `eventsCommitted`).
+    package func sessionForReading(_ identifier: String) throws(Refusal) -> SessionState {
+        if let session = registry.session(identifier) { return session }
+        guard sharesStore else { throw Refusal.notFound("session \(identifier)") }
+        let view: SessionState?
+        do {
+            view = try views.view(identifier) {
+                guard let row = try store.loadSessions().first(where: { $0.identifier == identifier }) else { return nil }
+                return sessionState(row, summary: nil)
+            }
+        } catch {
+            throw Refusal.storeFailure(error)
+        }
+        guard let view, view.mode.isDurable else { throw Refusal.notFound("session \(identifier)") }
+        return view
+    }
+
+    /// The store said `identifier` committed events (a notification), or it is time to look
+    /// (`nil`: every view): readers on this replica of sessions held elsewhere get them.
+    package func eventsCommitted(_ identifier: String?) {
+        for id in identifier.map({ [$0] }) ?? views.identifiers {
+            views.refresh(id) { seq in try store.events(session: id, after: seq, limit: 1000) }
+        }
+    }
+
+    /// The identifiers of the sessions this replica holds in memory.
+    package var heldSessions: [String] { registry.all.map(\.identifier) }
+}

@@ -1,0 +1,17 @@
+/// Cluster mode: the leases by which one replica at a time holds a session, kept in the shared
+/// store beside the sessions themselves, and the replicas' addresses (where the others forward a
+/// session's requests). A lease is the holder's while it renews it; once it expires, any replica
+/// may claim it. Times are the store's clock, so replicas' clocks need not agree.
+package protocol SessionLeasing: AnyObject, Sendable {
+    /// Says this replica is alive at `address` (`host:port`) for the next `ttlSeconds`.
+    func heartbeat(replica: String, address: String, ttlSeconds: Double) throws
+    /// Leases to `owner` up to `limit` sessions that no unexpired lease holds (a dead replica's),
+    /// skipping those another replica is claiming at the same moment.
+    func claimSessions(owner: String, ttlSeconds: Double, limit: Int) throws -> [String]
+    /// Extends `owner`'s unexpired leases; returns the sessions it still holds.
+    func renewLeases(owner: String, ttlSeconds: Double) throws -> Set<String>
+    /// Gives leases up at once (a graceful shutdown), so another replica claims them without waiting.
+    func releaseLeases(owner: String, sessions: [String]) throws
+    /// The replica holding an unexpired lease on `session`, with its address; nil when none does.
+    func leaseHolder(session: String) throws -> (owner: String, address: String)?
+}

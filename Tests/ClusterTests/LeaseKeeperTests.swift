@@ -1,0 +1,49 @@
+import Cluster
+import XCTest
+
+final class LeaseKeeperTests: XCTestCase {
+    func testARenewalReleasesWhatItNoLongerHolds() {
+        var keeper = LeaseKeeper(ttl: 15, margin: 3)
+        XCTAssertEqual(keeper.handle(.renewed(sentAt: 100, before: ["a", "b", "c"], held: ["a", "c"])), [.release(["b"])])
+        XCTAssertEqual(keeper.actsUntil, 112)
+    }
+
+    func testSessionsCreatedAfterTheRenewalWasSentAreNotJudgedByIt() {
+        var keeper = LeaseKeeper(ttl: 15, margin: 3)
+        // "new" came into memory after the renewal was sent: its lease is not in `held` yet.
+        XCTAssertEqual(keeper.handle(.renewed(sentAt: 100, before: ["a"], held: ["a"])), [])
+    }
+
+    func testFailuresWithinTheDeadlineKeepEverything() {
+        var keeper = LeaseKeeper(ttl: 15, margin: 3)
+        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: []))
+        XCTAssertEqual(keeper.handle(.checked(at: 111.9, holding: ["a"])), [])
+    }
+
+    func testPastTheDeadlineEverythingIsReleasedBeforeAnotherReplicaMayClaimIt() {
+        var keeper = LeaseKeeper(ttl: 15, margin: 3)
+        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: []))
+        XCTAssertEqual(keeper.handle(.checked(at: 112, holding: ["b", "a"])), [.release(["a", "b"])])
+        XCTAssertFalse(keeper.mayAct(at: 112))
+    }
+
+    func testNothingIsHeldBeforeTheFirstRenewal() {
+        var keeper = LeaseKeeper(ttl: 15, margin: 3)
+        XCTAssertFalse(keeper.mayAct(at: 0))
+        XCTAssertEqual(keeper.handle(.checked(at: 0, holding: ["a"])), [.release(["a"])])
+        XCTAssertEqual(keeper.handle(.checked(at: 0, holding: [])), [])
+    }
+
+    func testAnOlderRenewalAnsweredLateNeverShortensTheDeadline() {
+        var keeper = LeaseKeeper(ttl: 15, margin: 3)
+        _ = keeper.handle(.renewed(sentAt: 110, before: [], held: []))
+        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: []))
+        XCTAssertEqual(keeper.actsUntil, 122)
+    }
+
+    func testClaimedSessionsAreAdopted() {
+        var keeper = LeaseKeeper(ttl: 15, margin: 3)
+        XCTAssertEqual(keeper.handle(.claimed(["x"])), [.adopt(["x"])])
+        XCTAssertEqual(keeper.handle(.claimed([])), [])
+    }
+}
