@@ -8,6 +8,9 @@ package protocol SessionLeasing: AnyObject, Sendable {
     /// Leases to `owner` up to `limit` sessions that no unexpired lease holds (a dead replica's),
     /// skipping those another replica is claiming at the same moment.
     func claimSessions(owner: String, ttlSeconds: Double, limit: Int) throws -> [String]
+    /// Leases `session` to `owner` when it exists and no other replica holds an unexpired lease on
+    /// it (or `owner` already does); returns whether `owner` holds it now.
+    func claimSession(_ session: String, owner: String, ttlSeconds: Double) throws -> Bool
     /// Extends `owner`'s unexpired leases; returns the sessions it still holds.
     func renewLeases(owner: String, ttlSeconds: Double) throws -> Set<String>
     /// Gives leases up at once (a graceful shutdown), so another replica claims them without waiting.

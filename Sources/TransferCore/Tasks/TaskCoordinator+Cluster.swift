@@ -13,7 +13,14 @@ extension TaskCoordinator {
     package func adopt(_ identifiers: [String]) throws -> [String] {
         let wanted = Set(identifiers.filter { registry.session($0) == nil })
         guard !wanted.isEmpty else { return [] }
-        let rows = try store.loadSessions().filter { wanted.contains($0.identifier) }
+        var rows = try store.loadSessions().filter { wanted.contains($0.identifier) }
+        // An ephemeral session lived only in its holder's memory: with the holder gone, so is
+        // it, as after a restart. Its announcement goes too.
+        let orphans = rows.filter { SessionMode(rawValue: $0.mode)?.isDurable == false }.map(\.identifier)
+        if !orphans.isEmpty {
+            store.commit(orphans.map { .deleteSession($0) }) { _ in }
+            rows.removeAll { orphans.contains($0.identifier) }
+        }
         guard !rows.isEmpty else { return [] }
         let summaries = try store.loadSessionSummaries(rows.map(\.identifier))
         let tasks = try store.loadUnfinishedTasks().filter { wanted.contains($0.session) }
@@ -81,6 +88,22 @@ extension TaskCoordinator {
             views.refresh(id) { seq in try store.events(session: id, after: seq, limit: 1000) }
         }
     }
+
+    /// Cluster mode: an ephemeral session's tasks and events never leave its holder's memory, but
+    /// its row goes to the shared store too (and leaves it with the session), so the other
+    /// replicas know the session and who holds it, and forward its requests there.
+    func announceEphemeral(_ session: SessionState, _ change: StoreChange) {
+        guard sharesStore, !session.mode.isDurable else { return }
+        store.commit([change]) { [logger] result in
+            if case .failure(let error) = result {
+                logger.error("could not announce an ephemeral session to the cluster",
+                             metadata: ["session": .string(session.identifier), "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Whether this replica holds `identifier` in memory.
+    package func holds(_ identifier: String) -> Bool { registry.session(identifier) != nil }
 
     /// The identifiers of the sessions this replica holds in memory.
     package var heldSessions: [String] { registry.all.map(\.identifier) }

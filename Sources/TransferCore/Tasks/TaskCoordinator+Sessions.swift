@@ -72,6 +72,7 @@ extension TaskCoordinator {
         persist(session, [.upsertSession(row)]) { [self] result in
             switch result {
             case .success:
+                announceEphemeral(session, .upsertSession(row))
                 configureEngine(session, settings: request.settings, cookies: [])
                 registry.insert(session)
                 updateDelegateChannel(session)
@@ -209,6 +210,7 @@ extension TaskCoordinator {
         session.locked { session.delegate = nil }
         updateDelegateChannel(session)
         persist(session, [.deleteSession(session.identifier)]) { [self] result in
+            announceEphemeral(session, .deleteSession(session.identifier))
             completedReplies.invalidate(session: session.identifier)
             let directory = layout.sessionDirectory(session.identifier)
             let blobFiles = ((try? result.get())?.removedBlobs ?? []).compactMap { blobs?.path($0) }

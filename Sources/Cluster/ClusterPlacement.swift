@@ -1,0 +1,60 @@
+import Reactor
+import TransferAPI
+import TransferCore
+import TransferStore
+
+/// Where a session's requests are served in cluster mode: here when this replica holds the
+/// session; at the holder's address when another one does; and when none does (its holder died,
+/// its lease has not been claimed yet), here after claiming it on the spot, so the request finds
+/// the session with its tasks rather than waiting for the next claiming round.
+///
+/// Looking the holder up costs the store a round trip, so answers are kept for a moment: a lease
+/// moves only when its holder dies or leaves, and a request sent to a former holder is refused
+/// there (it no longer holds the session) and retried.
+package final class ClusterPlacement: SessionPlacement, @unchecked Sendable {
+    private let membership: ClusterMembership
+    private let leasing: any SessionLeasing
+    private let coordinator: TaskCoordinator
+    private let leaseTimeout: Double
+    private let remembered = Locked<[String: (address: String, until: UInt64)]>([:])
+    /// How long an answer is kept.
+    static let memory = 1.0
+    /// Holders remembered at most; beyond that the oldest half is forgotten.
+    static let rememberedLimit = 10_000
+
+    package init(membership: ClusterMembership, leasing: any SessionLeasing, coordinator: TaskCoordinator, leaseTimeout: Double) {
+        self.membership = membership
+        self.leasing = leasing
+        self.coordinator = coordinator
+        self.leaseTimeout = leaseTimeout
+    }
+
+    package func place(_ session: String) -> SessionPlace {
+        if coordinator.holds(session) { return .here }
+        let now = MonotonicClock.now()
+        if let known = remembered.withLock({ $0[session] }), known.until > now { return .replica(address: known.address) }
+        do {
+            if let holder = try leasing.leaseHolder(session: session), holder.owner != membership.replica {
+                remember(session, at: holder.address, now: now)
+                return .replica(address: holder.address)
+            }
+            // Held by nobody alive, or by this replica whose claiming round has not brought it in yet.
+            if try leasing.claimSession(session, owner: membership.replica, ttlSeconds: leaseTimeout) {
+                try coordinator.adopt([session])
+            }
+        } catch {
+            // The store is unreachable: served here, where the handler reports it as such.
+        }
+        return .here
+    }
+
+    private func remember(_ session: String, at address: String, now: UInt64) {
+        let until = now + UInt64(ClusterPlacement.memory * 1e9)
+        remembered.withLock { known in
+            if known.count >= ClusterPlacement.rememberedLimit {
+                known = known.filter { $0.value.until > now }
+            }
+            known[session] = (address, until)
+        }
+    }
+}
