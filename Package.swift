@@ -85,7 +85,7 @@ let package = Package(
         // Cluster mode: this replica's leases on sessions in the shared store (heartbeat, renewal,
         // takeover of a dead replica's sessions) and where a session's requests go.
         .target(name: "Cluster", dependencies: [
-            "Reactor", "TransferCore", "TransferStore",
+            "Reactor", "TransferAPI", "TransferCore", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

@@ -15,6 +15,8 @@ package final class ClusterMembership: @unchecked Sendable {
     private let leasing: any SessionLeasing
     private let coordinator: TaskCoordinator
     private let logger: Logger
+    /// Told how many replicas are alive after each heartbeat (request rates are shared by them).
+    private let replicasAlive: @Sendable (Int) -> Void
     private let interval: Double
     private let keeper: Locked<LeaseKeeper>
     private let loop = EventLoop(name: "cluster")
@@ -26,8 +28,9 @@ package final class ClusterMembership: @unchecked Sendable {
     static let claimBatch = 64
 
     package init(replica: String, address: String, leasing: any SessionLeasing, coordinator: TaskCoordinator,
-                 leaseTimeout: Double, logger: Logger)
+                 leaseTimeout: Double, logger: Logger, replicasAlive: @escaping @Sendable (Int) -> Void)
     {
+        self.replicasAlive = replicasAlive
         self.replica = replica
         self.address = address
         self.leasing = leasing
@@ -88,7 +91,7 @@ package final class ClusterMembership: @unchecked Sendable {
         let sentAt = ClusterMembership.now()
         let before = Set(coordinator.heldSessions)
         do {
-            try leasing.heartbeat(replica: replica, address: address, ttlSeconds: keeper.withLock { $0.ttl })
+            replicasAlive(try leasing.heartbeat(replica: replica, address: address, ttlSeconds: keeper.withLock { $0.ttl }))
             let held = try leasing.renewLeases(owner: replica, ttlSeconds: keeper.withLock { $0.ttl })
             perform(keeper.withLock { $0.handle(.renewed(sentAt: sentAt, before: before, held: held)) })
             if holdsLeases {

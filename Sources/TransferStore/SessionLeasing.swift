@@ -3,8 +3,9 @@
 /// session's requests). A lease is the holder's while it renews it; once it expires, any replica
 /// may claim it. Times are the store's clock, so replicas' clocks need not agree.
 package protocol SessionLeasing: AnyObject, Sendable {
-    /// Says this replica is alive at `address` (`host:port`) for the next `ttlSeconds`.
-    func heartbeat(replica: String, address: String, ttlSeconds: Double) throws
+    /// Says this replica is alive at `address` (`host:port`) for the next `ttlSeconds`; returns
+    /// how many replicas are alive, this one included.
+    func heartbeat(replica: String, address: String, ttlSeconds: Double) throws -> Int
     /// Leases to `owner` up to `limit` sessions that no unexpired lease holds (a dead replica's),
     /// skipping those another replica is claiming at the same moment.
     func claimSessions(owner: String, ttlSeconds: Double, limit: Int) throws -> [String]

@@ -34,6 +34,8 @@ package final class PrincipalDirectory: BandwidthGroupResolver {
     private let roots: AllowedRoots
     /// nil when a token is required; otherwise whom every request is from.
     private let anonymous: Principal?
+    /// Cluster mode: the part of each principal's request rate this replica grants.
+    package let share = ReplicaShare()
 
     /// `authFile` nil: no auth file is configured. Authentication is required as soon as there is
     /// an `--api-token` or an auth file (even one with no principals).
@@ -74,7 +76,7 @@ package final class PrincipalDirectory: BandwidthGroupResolver {
             if let kept = old?.requestRate, kept.rate == perSecond, kept.burst == burst {
                 rate = kept
             } else {
-                rate = RequestRateLimiter(rate: perSecond, burst: burst)
+                rate = RequestRateLimiter(rate: perSecond, burst: burst, share: share)
             }
         }
         // The same group, at its new rate: transfers it paces now follow the new rate.

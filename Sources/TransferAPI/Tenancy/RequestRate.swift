@@ -26,15 +26,18 @@ struct RequestBucket: Sendable {
         let retryAfter: Int
     }
 
-    mutating func take(now: UInt64) -> Decision {
+    /// `share`: the fraction of the rate and burst this replica grants (`ReplicaShare`).
+    mutating func take(now: UInt64, share: Double = 1) -> Decision {
+        let rate = rate * share, burst = max(1, Double(burst) * share)
         if now > last {
-            tokens = min(Double(burst), tokens + rate * Double(now - last) / 1e9)
+            tokens = min(burst, tokens + rate * Double(now - last) / 1e9)
             last = now
         }
+        tokens = min(tokens, burst)
         let allowed = tokens >= 1
         if allowed { tokens -= 1 }
         return Decision(allowed: allowed, remaining: Int(tokens.rounded(.down)),
-                        secondsUntilFull: Int(((Double(burst) - tokens) / rate).rounded(.up)),
+                        secondsUntilFull: Int(((burst - tokens) / rate).rounded(.up)),
                         retryAfter: max(1, Int(((1 - tokens) / rate).rounded(.up))))
     }
 
@@ -53,18 +56,20 @@ final class RequestRateLimiter: Sendable {
     let policyField: String
     let rate: Double
     let burst: Int
+    private let share: ReplicaShare
 
-    init(rate: Double, burst: Int) {
+    init(rate: Double, burst: Int, share: ReplicaShare) {
         let bucket = RequestBucket(rate: rate, burst: burst, now: MonotonicClock.now())
         self.bucket = Locked(bucket)
         policyField = bucket.policyField
         self.rate = rate
         self.burst = burst
+        self.share = share
     }
 
     func take() -> RequestBucket.Decision {
-        let now = MonotonicClock.now()
-        return bucket.withLock { $0.take(now: now) }
+        let now = MonotonicClock.now(), fraction = share.fraction
+        return bucket.withLock { $0.take(now: now, share: fraction) }
     }
 }
 

@@ -102,6 +102,19 @@ extension TaskCoordinator {
         }
     }
 
+    /// Task counts of the visible sessions other replicas hold, as their store rows say (none
+    /// outside cluster mode, or while the store cannot be read).
+    func countsHeldElsewhere(where visible: (String) -> Bool) -> [TaskState: Int] {
+        guard sharesStore else { return [:] }
+        let others = ((try? store.loadSessions()) ?? []).map(\.identifier).filter { !holds($0) && visible($0) }
+        guard !others.isEmpty, let summaries = try? store.loadSessionSummaries(others) else { return [:] }
+        var totals: [TaskState: Int] = [:]
+        for summary in summaries.values {
+            for (state, n) in summary.counts { totals[state, default: 0] += n }
+        }
+        return totals
+    }
+
     /// Whether this replica holds `identifier` in memory.
     package func holds(_ identifier: String) -> Bool { registry.session(identifier) != nil }
 

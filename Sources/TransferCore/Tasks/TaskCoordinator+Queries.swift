@@ -33,6 +33,9 @@ extension TaskCoordinator {
         for session in registry.all where visible(session.identifier) {
             session.locked { for (state, n) in session.counts { totals[state, default: 0] += n } }
         }
+        // Cluster mode: the sessions other replicas hold count as committed, so a quota holds
+        // across replicas.
+        for (state, n) in countsHeldElsewhere(where: visible) { totals[state, default: 0] += n }
         return totals
     }
 

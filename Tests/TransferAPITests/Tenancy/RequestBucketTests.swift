@@ -38,4 +38,12 @@ struct RequestBucketTests {
         let d = bucket.take(now: 0)
         #expect(RequestBucket.stateField(d) == #""requests";r=399;t=1"#)
     }
+
+    @Test func aReplicaOfThreeGrantsAThirdOfTheRateAndBurst() {
+        var bucket = RequestBucket(rate: 30, burst: 9, now: 0)
+        let burst = (0..<4).map { _ in bucket.take(now: 0, share: 1.0 / 3) }
+        #expect(burst.map(\.allowed) == [true, true, true, false], "a third of a burst of nine")
+        #expect(bucket.take(now: Self.second / 10, share: 1.0 / 3).allowed, "ten a second: one back after a tenth")
+        #expect(!bucket.take(now: Self.second / 10, share: 1.0 / 3).allowed)
+    }
 }

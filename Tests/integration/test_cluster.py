@@ -1,0 +1,173 @@
+"""Cluster mode: three transferd replicas on one real PostgreSQL (from Debian's packages, started by
+the test as an unprivileged user) and one data directory.
+
+Any replica answers any call; a session's requests are served by the replica holding its lease and
+forwarded there by the others; events are read on any replica and wake across replicas; a replica
+killed with SIGKILL loses nothing and its transfers continue on another within the lease timeout
+plus five seconds, from their partial files (Range); a database restart makes replicas unready and
+then ready again without a restart of theirs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+import pytest
+
+from support.api import (assert_success, create_session, create_task, download, get_task, session_path,
+                         task_path, tasks_path, unique, wait_for, wait_progress, wait_task)
+from support.cluster import Cluster, PostgresServer
+from support.origin import Origin, expected_sha256
+
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def cluster(postgres):
+    with Cluster(postgres.database(), replicas=3) as running:
+        yield running
+
+
+def holder_of(cluster: Cluster, postgres: PostgresServer, sid: str):
+    """The replica holding `sid`'s lease, as the database says."""
+    address = postgres.psql(cluster.database_url,
+                            "SELECT r.address FROM session_leases l JOIN replicas r ON r.id = l.owner "
+                            f"WHERE l.session = '{sid}' AND l.expires_at > now()")
+    return next((r for r in cluster.replicas if address == f"127.0.0.1:{r.port}"), None)
+
+
+def test_every_replica_answers_for_every_session(cluster, origin):
+    a, b, c = cluster.replicas
+    sid = create_session(a, mode="background")
+    # Created through B, read through C: both forwarded to A, which holds the session.
+    task = create_task(b, sid, download(origin.url(f"/bytes/{64 * 1024}?seed=any")))
+    done = wait_task(c, sid, task["id"])
+    assert_success(done)
+    assert get_task(b, sid, task["id"]) == get_task(a, sid, task["id"])
+    # Every replica lists every session, whoever holds it.
+    for replica in cluster.replicas:
+        listed = replica.get("/v1/sessions?limit=1000").json()["sessions"]
+        assert sid in [s["identifier"] for s in listed]
+    session = c.get(session_path(sid)).json()
+    assert session["tasks"]["completed"] == 1
+
+
+def test_a_long_poll_on_one_replica_wakes_for_events_made_on_another(cluster, origin):
+    a, b, c = cluster.replicas
+    sid = create_session(a, mode="background")
+    seen = {}
+
+    def poll():
+        # C does not hold the session: it reads the shared journal and wakes on NOTIFY.
+        response = c.get(session_path(sid) + "/events?after=0&wait=30", timeout=40)
+        seen["events"] = response.json()["events"]
+
+    waiter = threading.Thread(target=poll)
+    waiter.start()
+    time.sleep(0.5)
+    create_task(a, sid, download(origin.url(f"/bytes/{1024}?seed=poll")))
+    waiter.join(timeout=45)
+    assert seen.get("events"), "the long-poll on another replica returned no events"
+    assert seen["events"][0]["seq"] == 1
+
+
+def test_event_seqs_stay_gap_free_across_replicas(cluster, origin):
+    a, b, c = cluster.replicas
+    sid = create_session(b, mode="background")
+    for i, replica in enumerate([a, b, c] * 3):
+        create_task(replica, sid, download(origin.url(f"/bytes/{1024}?seed=g{i}")))
+    tasks = b.get(tasks_path(sid) + "?limit=100").json()["tasks"]
+    for t in tasks:
+        wait_task(a, sid, t["id"])
+    events = c.get(session_path(sid) + "/events?after=0&limit=1000").json()["events"]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert len({e["id"] for e in events}) == len(events)
+
+
+def test_an_idempotency_key_holds_across_replicas(cluster, origin):
+    a, b, c = cluster.replicas
+    sid = create_session(a, mode="background")
+    body = download(origin.url(f"/bytes/{1024}?seed=idem"))
+    headers = {"Idempotency-Key": unique("key")}
+    first = b.post(tasks_path(sid), json=body, headers=headers)
+    again = c.post(tasks_path(sid), json=body, headers=headers)
+    assert first.status_code == 201, first.text
+    assert again.status_code == 201, again.text
+    assert again.json()["id"] == first.json()["id"]
+
+
+def test_a_killed_replicas_transfers_continue_elsewhere_from_their_partial_files(cluster, postgres):
+    size = 6 * MiB
+    with Origin() as origin:
+        first = cluster.replicas[0]
+        sid = create_session(first, mode="background")
+        holder = holder_of(cluster, postgres, sid)
+        assert holder is first
+        task = create_task(first, sid, download(origin.url(f"/bytes/{size}?seed=kill&rate={MiB}")))
+        wait_progress(first, sid, task["id"], at_least=MiB)
+        killed_at = time.monotonic()
+        first.kill9()
+        survivor = cluster.replicas[1]
+
+        def moving_elsewhere():
+            new_holder = holder_of(cluster, postgres, sid)
+            if new_holder is None or new_holder is first:
+                return None
+            current = get_task(survivor, sid, task["id"])
+            return current if current["state"] == "completed" or current["progress"]["bytes_received"] > MiB else None
+
+        wait_for(moving_elsewhere, timeout=cluster.lease_timeout + 15, interval=0.2,
+                 message="the task to move to a live replica")
+        took = time.monotonic() - killed_at
+        done = assert_success(wait_task(survivor, sid, task["id"], timeout=60))
+        assert done["progress"]["bytes_received"] == size
+        ranged = [r for r in origin.requests if r.headers.get("range")]
+        assert ranged, "the new holder fetched the whole file again instead of resuming with Range"
+        assert took < cluster.lease_timeout + 5 + 5, f"takeover took {took:.1f}s"
+        path = survivor.get(task_path(sid, task["id"], "/file"))
+        assert path.status_code == 200
+        assert hashlib.sha256(path.content).hexdigest() == expected_sha256(size, seed="kill")
+
+
+def test_a_database_restart_makes_replicas_unready_then_ready_without_their_restart(postgres, origin):
+    with Cluster(postgres.database(), replicas=2) as cluster:
+        a, b = cluster.replicas
+        sid = create_session(a, mode="background")
+        postgres.stop()
+        try:
+            wait_for(lambda: a.get("/readyz").status_code == 503, timeout=20, message="readiness 503")
+        finally:
+            postgres.start()
+        wait_for(lambda: all(r.get("/readyz").status_code == 200 for r in cluster.replicas), timeout=30,
+                 message="readiness back to 200")
+        task = create_task(b, sid, download(origin.url(f"/bytes/{4096}?seed=db")))
+        assert_success(wait_task(a, sid, task["id"]))
+
+
+def test_replicas_starting_at_once_migrate_the_schema_once(postgres):
+    database = postgres.database()
+    with Cluster(database, replicas=3) as cluster:
+        assert all(r.get("/readyz").status_code == 200 for r in cluster.replicas)
+    versions = postgres.psql(database, "SELECT count(*), count(DISTINCT version) FROM schema_migrations")
+    total, distinct = versions.split("|")
+    assert total == distinct
+
+
+def test_a_graceful_stop_hands_sessions_over_at_once(cluster, postgres, origin):
+    a, b, c = cluster.replicas
+    sid = create_session(a, mode="background")
+    assert holder_of(cluster, postgres, sid) is a
+    a.stop()
+    # Leases given up at shutdown: claimed on the next round, well within a lease timeout.
+    wait_for(lambda: holder_of(cluster, postgres, sid) in (b, c), timeout=cluster.lease_timeout,
+             message="another replica to take the session over")
+    task = create_task(b, sid, download(origin.url(f"/bytes/{1024}?seed=stop")))
+    assert_success(wait_task(c, sid, task["id"]))
