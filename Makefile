@@ -6,7 +6,7 @@ SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 CTL      := .build/release/transferctl
 
-.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash bench fuzz client clean
+.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash crash-cluster bench fuzz client clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -66,6 +66,12 @@ ROUNDS ?= 200
 crash: build
 	@scripts/install-deps.sh test
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 Tests/crash/crash_harness.py --rounds $(ROUNDS) $(if $(SEED),--seed $(SEED))
+
+## make crash-cluster: the same in cluster mode — three replicas on a throwaway PostgreSQL, a random
+## one killed with SIGKILL each round (ROUNDS, default 100 here).
+crash-cluster: build
+	@scripts/install-deps.sh test
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 Tests/crash/cluster_crash_harness.py --rounds $(if $(filter 200,$(ROUNDS)),100,$(ROUNDS)) $(if $(SEED),--seed $(SEED))
 
 ## make bench: the benchmark scripts in bench/ (they install nginx, wrk, curl, aria2 if missing),
 ## each printing ratios against anchors measured in the same run.

@@ -210,11 +210,17 @@ class Harness:
         self.receiver = WebhookReceiver(secret=secret).start()
         self.secret = secret
         (workdir / "data").mkdir()
-        # Warnings only: request lines of hundreds of rounds would fill the memory of this process.
-        self.td = Transferd("--allow-path", str(self.root), "--webhook-retry-schedule", WEBHOOK_SCHEDULE,
-                            "--log-level", "warning", data_dir=workdir / "data")
+        self.td = self.service(workdir / "data")
         self.submitted: dict[tuple[str, str], Submitted] = {}
         self.verified: set[tuple[str, str]] = set()
+
+    def service(self, data_dir: Path) -> Transferd:
+        """What the rounds start, kill and talk to: one transferd."""
+        # Warnings only: request lines of hundreds of rounds would fill the memory of this process.
+        return Transferd(*self.service_args(), data_dir=data_dir)
+
+    def service_args(self) -> list[str]:
+        return ["--allow-path", str(self.root), "--webhook-retry-schedule", WEBHOOK_SCHEDULE, "--log-level", "warning"]
 
     def close(self) -> None:
         self.td.close()
@@ -229,9 +235,13 @@ class Harness:
             if hook:
                 body["delegate"] = {"url": self.receiver.url, "secret": self.secret}
             response = self.td.put(session_path(sid), json=body)
-            expected = 201 if mode == "ephemeral" or self.report.rounds == 0 else 200
-            if response.status_code != expected:
+            expected = self.expected_attach(mode)
+            if response.status_code not in expected:
                 self.report.finding(f"PUT {sid}: {response.status_code}, expected {expected}: {response.text[:300]}")
+
+    def expected_attach(self, mode: str) -> set[int]:
+        """What re-attaching a session answers: an ephemeral one did not survive the kill."""
+        return {201} if mode == "ephemeral" or self.report.rounds == 0 else {200}
 
     def round(self) -> None:
         self.td.start() if self.td.process is None else self.td.restart()
@@ -386,10 +396,11 @@ def file_sha256(path: str) -> str | None:
     return digest.hexdigest()
 
 
-def run(rounds: int, seed: int, budget: float, finish_timeout: float, keep: bool = False) -> Report:
+def run(rounds: int, seed: int, budget: float, finish_timeout: float, keep: bool = False,
+        harness_class: type[Harness] = Harness) -> Report:
     """Runs up to `rounds` rounds (fewer when `budget` seconds run out), then the last start."""
     workdir = Path(tempfile.mkdtemp(prefix="transferd-crash-"))
-    harness = Harness(workdir, seed)
+    harness = harness_class(workdir, seed)
     began = time.monotonic()
     try:
         while harness.report.rounds < rounds and time.monotonic() - began < budget:
@@ -415,8 +426,8 @@ def run(rounds: int, seed: int, budget: float, finish_timeout: float, keep: bool
     return harness.report
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(harness_class: type[Harness] = Harness, description: str = __doc__) -> int:
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30))
     parser.add_argument("--budget", type=float, default=3600, help="seconds for the rounds")
@@ -424,7 +435,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args()
     print(f"seed {args.seed}", flush=True)
-    report = run(args.rounds, args.seed, args.budget, args.finish_timeout, args.keep)
+    report = run(args.rounds, args.seed, args.budget, args.finish_timeout, args.keep, harness_class)
     print(f"{report.rounds} rounds, {report.submitted} tasks acknowledged, {len(report.findings)} findings")
     for text in report.findings:
         print("  " + text)
