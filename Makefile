@@ -68,10 +68,11 @@ crash: build
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 Tests/crash/crash_harness.py --rounds $(ROUNDS) $(if $(SEED),--seed $(SEED))
 
 ## make crash-cluster: the same in cluster mode — three replicas on a throwaway PostgreSQL, a random
-## one killed with SIGKILL each round (ROUNDS, default 100 here).
+## one killed with SIGKILL each round (CLUSTER_ROUNDS rounds).
+CLUSTER_ROUNDS ?= 100
 crash-cluster: build
 	@scripts/install-deps.sh test
-	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 Tests/crash/cluster_crash_harness.py --rounds $(if $(filter 200,$(ROUNDS)),100,$(ROUNDS)) $(if $(SEED),--seed $(SEED))
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 Tests/crash/cluster_crash_harness.py --rounds $(CLUSTER_ROUNDS) $(if $(SEED),--seed $(SEED))
 
 ## make bench: the benchmark scripts in bench/ (they install nginx, wrk, curl, aria2 if missing),
 ## each printing ratios against anchors measured in the same run.
