@@ -144,7 +144,7 @@ let package = Package(
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "DigestsTests", dependencies: ["Digests"]),
         .testTarget(name: "LifecyclesTests", dependencies: ["Lifecycles"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Reactor"]),
         .testTarget(name: "TransferEngineTests", dependencies: [
             "TransferEngine", "HTTPServer", "Reactor", "Digests", "TestSupport",
