@@ -48,8 +48,9 @@ final class ForwardedExchange: @unchecked Sendable {
     init(_ request: HTTPRequest, to holder: String, forwarder: ReplicaForwarder, responder: Responder) {
         self.holder = holder
         method = request.method
-        let target = request.head.target
-        url = "http://\(holder)" + (target.hasPrefix("/") ? target : "/")
+        // The path and query as received (still percent-encoded), in origin form whatever form
+        // the client used (RFC 9112 §3.2.2: a server takes the path of an absolute-form target).
+        url = "http://\(holder)\(request.path)" + (request.head.query.map { "?\($0)" } ?? "")
         body = request.body
         headerLines = RelayedHeaders.requestLines(request, from: forwarder.advertisedAddress)
         self.responder = responder

@@ -68,6 +68,15 @@ import Testing
         #expect(arrived.headers["x-hop"] == nil)
     }
 
+    @Test func anAbsoluteFormTargetReachesTheHolderInOriginForm() throws {
+        let pair = try ReplicaPair()
+        defer { pair.shutdown() }
+        let response = try WireCall.call(port: pair.replicaPort, "GET", "http://transferd.example/v1/sessions/s-b3?x=%2F",
+                                         fields: [("X-Request-Id", "absolute"), Self.auth])
+        #expect(response.status == 200)
+        #expect(pair.received.withLock { $0["absolute"]?.head.target } == "/v1/sessions/s-b3?x=%2F")
+    }
+
     @Test func aForwardedRequestIsServedWhereItArrives() throws {
         let pair = try ReplicaPair()
         defer { pair.shutdown() }
