@@ -18,6 +18,9 @@ final class ForwardedExchange: @unchecked Sendable {
     let url: String
     let body: [UInt8]
     let headerLines: [String]
+    /// Seconds the request asks the holder to wait for something to happen (`wait=`, a long
+    /// poll), within which silence is expected.
+    let wait: Double
     private let responder: Responder
     private let forwarder: ReplicaForwarder
     private let limits: ReplicaForwarder.Limits
@@ -52,6 +55,8 @@ final class ForwardedExchange: @unchecked Sendable {
         // the client used (RFC 9112 §3.2.2: a server takes the path of an absolute-form target).
         url = "http://\(holder)\(request.path)" + (request.head.query.map { "?\($0)" } ?? "")
         body = request.body
+        // The holder refuses a wait out of its range itself; the bound keeps the silence allowed finite.
+        wait = request.query("wait").flatMap(Double.init).map { min(max($0, 0), 3600) } ?? 0
         headerLines = RelayedHeaders.requestLines(request, from: forwarder.advertisedAddress)
         self.responder = responder
         self.forwarder = forwarder

@@ -22,9 +22,11 @@ package final class ReplicaForwarder: @unchecked Sendable {
         /// Seconds to connect to the holder: it is on the same network, and a replica that does
         /// not accept within this is taken for gone (503, retry).
         package var connectTimeout: Double = 2
-        /// Seconds for a whole exchange: long enough for the longest wait a request may ask for
-        /// (a long poll's `wait`), and for relaying a large file.
-        package var totalTimeout: Double = 120
+        /// Seconds the holder may send nothing before it is taken for hung (503, retry), besides
+        /// the `wait` a request asks for (a task's long poll waits up to ten minutes). Silence,
+        /// not a total: relaying a large file to a slow client may take as long as it takes, and
+        /// a relay paused for the client is not silence (curl skips its speed check then).
+        package var idleTimeout: Double = 30
         package var connectionsPerReplica = 32
         /// An answer up to this size is collected and sent whole; a longer one is relayed.
         package var collectedBodyBytes = 256 * 1024
@@ -146,7 +148,8 @@ package final class ReplicaForwarder: @unchecked Sendable {
         // Bytes are relayed as the holder sent them, whatever their Content-Encoding.
         _ = transferd_easy_setopt_long(h, CURLOPT_HTTP_CONTENT_DECODING, 0)
         _ = transferd_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, Int(limits.connectTimeout * 1000))
-        _ = transferd_easy_setopt_long(h, CURLOPT_TIMEOUT_MS, Int(limits.totalTimeout * 1000))
+        _ = transferd_easy_setopt_long(h, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = transferd_easy_setopt_long(h, CURLOPT_LOW_SPEED_TIME, Int((limits.idleTimeout + exchange.wait).rounded(.up)))
         _ = transferd_easy_setopt_long(h, CURLOPT_BUFFERSIZE, 64 * 1024)
         _ = transferd_easy_setopt_data_cb(h, CURLOPT_HEADERFUNCTION, forwarderHeaderCallback)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_HEADERDATA, me)

@@ -130,6 +130,21 @@ import Testing
         #expect(response.text.contains(#""code":"replica_unavailable""#))
     }
 
+    @Test func aHolderThatFallsSilentIsGivenUpOnButALongPollIsWaitedFor() throws {
+        var limits = ReplicaForwarder.Limits()
+        limits.idleTimeout = 2
+        let pair = try ReplicaPair(limits: limits)
+        defer { pair.shutdown() }
+        // B keeps this one unanswered.
+        let silent = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/cookies", fields: [Self.auth])
+        #expect(silent.status == 503)
+        #expect(silent.text.contains(#""code":"replica_unavailable""#))
+        // B answers this one after the 4 s it asks for: beyond the idle timeout, within it plus the wait.
+        let polled = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/tasks/t1?wait=4", fields: [Self.auth])
+        #expect(polled.status == 200)
+        #expect(polled.text == "waited 4.0")
+    }
+
     @Test func aLargeFileIsRelayedWholeWithItsLength() throws {
         let pair = try ReplicaPair()
         defer { pair.shutdown() }
@@ -149,12 +164,15 @@ import Testing
     }
 
     @Test func aClientThatReadsSlowlyIsWaitedFor() throws {
-        let pair = try ReplicaPair()
+        var limits = ReplicaForwarder.Limits()
+        limits.idleTimeout = 1
+        let pair = try ReplicaPair(limits: limits)
         defer { pair.shutdown() }
         let call = try WireCall(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/tasks/t1/body", fields: [Self.auth])
         // Meanwhile the holder could send all of it; a replica that took it all in for this client
-        // would exceed what it holds for one (and close the connection).
-        usleep(2_000_000)
+        // would exceed what it holds for one (and close the connection). Paused for the client
+        // longer than the idle timeout, the relay is not taken for a silent holder either.
+        usleep(3_000_000)
         let response = try call.response()
         #expect(response.status == 200)
         #expect(response.body.count == ReplicaPair.bodyLength)

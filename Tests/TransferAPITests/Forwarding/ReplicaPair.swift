@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import HTTPServer
 import Logging
@@ -126,6 +127,12 @@ final class ReplicaPair: @unchecked Sendable {
         }
         for method in ["GET", "PUT", "PATCH", "DELETE"] { table.add(method, "/v1/sessions/{identifier}", echo) }
         table.add("POST", "/v1/sessions/{identifier}/tasks", echo)
+        // A long poll: answered once the wait it asked for is over.
+        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}") { request, responder in
+            record(request)
+            let wait = request.query("wait").flatMap(Double.init) ?? 0
+            DispatchQueue.global().asyncAfter(deadline: .now() + wait) { responder.respond(.text("waited \(wait)")) }
+        }
         table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/file") { request, responder in
             record(request)
             let fd = ReplicaPair.openFile()
