@@ -63,6 +63,10 @@ let package = Package(
         // libcurl multi loops, admission per session and host, the transfer of bytes.
         .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "CPSL", "Digests", "Lifecycles", "Reactor"]),
 
+        // Forwarding a request to the replica that holds its session (cluster mode) and relaying
+        // the answer: one curl multi on a loop of its own, connections to each replica kept alive.
+        .target(name: "ReplicaForwarding", dependencies: ["CCurl", "HTTPServer", "Reactor", "TransferEngine"]),
+
         // Sessions, tasks, events, configuration and resume data as values, with their encoding
         // and the validation of client input. Knows no HTTP status, socket, store or thread.
         .target(name: "TransferModel", dependencies: ["Digests", "JSON", "Lifecycles", "Reactor", "TransferEngine"]),
@@ -92,7 +96,7 @@ let package = Package(
         // The REST API: routes, principals and what each may see and do (tenants), request reading,
         // problem documents. The only module that knows HTTP status codes.
         .target(name: "TransferAPI", dependencies: [
-            "Digests", "HTTPServer", "JSON", "Lifecycles", "Reactor", "TransferCore", "TransferEngine", "TransferModel",
+            "Digests", "HTTPServer", "JSON", "Lifecycles", "Reactor", "ReplicaForwarding", "TransferCore", "TransferEngine", "TransferModel",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
@@ -151,7 +155,7 @@ let package = Package(
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "DigestsTests", dependencies: ["Digests"]),
         .testTarget(name: "LifecyclesTests", dependencies: ["Lifecycles"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Reactor"]),
         .testTarget(name: "TransferEngineTests", dependencies: [
             "TransferEngine", "HTTPServer", "Reactor", "Digests", "TestSupport",
@@ -159,7 +163,8 @@ let package = Package(
         ]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "TransferAPITests", dependencies: [
-            "Digests", "HTTPServer", "TransferAPI", "TransferCore", "TransferModel",
+            "Digests", "HTTPServer", "Reactor", "ReplicaForwarding", "TestSupport", "TransferAPI", "TransferCore", "TransferEngine",
+            "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TransferCoreTests", dependencies: [

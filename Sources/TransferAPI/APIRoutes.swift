@@ -13,10 +13,13 @@ package struct APIRoutes {
     let maxBlobBytes: Int64
     /// Seconds between Server-Sent Events heartbeats.
     let sseHeartbeat: Double
+    /// Cluster mode: where each session is held, and how requests get there. nil: one node.
+    let forwarding: SessionForwarding?
 
     package init(coordinator: TaskCoordinator, gate: AccessGate, rates: TransferRates, version: String,
-                 startedAt: Timestamp, maxBlobBytes: Int64, sseHeartbeat: Double)
+                 startedAt: Timestamp, maxBlobBytes: Int64, sseHeartbeat: Double, forwarding: SessionForwarding? = nil)
     {
+        self.forwarding = forwarding
         self.coordinator = coordinator
         self.gate = gate
         self.rates = rates
@@ -30,7 +33,8 @@ package struct APIRoutes {
         // A path under /v1 that matches no route is checked too: 401 before 404, so an unauthorised
         // caller learns nothing of which paths exist.
         routes.guardUnmatched(prefix: "/v1", gate.check(nil))
-        var table = APIRouteTable(routes, gate: gate, ledger: IdempotencyLedger(coordinator: coordinator))
+        var table = APIRouteTable(routes, gate: gate, ledger: IdempotencyLedger(coordinator: coordinator),
+                                   forwarding: forwarding)
         APIRoot(version: version, startedAt: startedAt).register(in: &table)
         WhoAmIRoute().register(in: &table)
         SessionRoutes(coordinator: coordinator).register(in: &table)

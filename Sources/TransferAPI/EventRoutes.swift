@@ -14,7 +14,9 @@ struct EventRoutes {
 
     func register(in table: inout APIRouteTable) {
         let coordinator = coordinator, heartbeat = heartbeat, principals = principals
-        table.add("GET", "/v1/sessions/{identifier}/events", .session) { request, principal, responder in
+        // Not forwarded: a long poll or an event stream waits for minutes, and each replica
+        // answers it from the shared event log, woken by the store when another adds to it.
+        table.add("GET", "/v1/sessions/{identifier}/events", .session, forwarded: false) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit", "wait"])
                 // In cluster mode a durable session another replica holds is read here, from the

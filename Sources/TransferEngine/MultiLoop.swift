@@ -14,8 +14,7 @@ final class MultiLoop: @unchecked Sendable {
     let policy: NetworkPolicy
     let shared: EngineShared
     let multi: OpaquePointer
-    private var watchers: [Int32: SocketWatcher] = [:]
-    private var timer: TimerID?
+    private let events: CurlSocketEvents
     private var pool = EasyHandlePool()
     var sessions: [String: SessionQueue] = [:]
     var admission = LoopAdmission()
@@ -39,11 +38,10 @@ final class MultiLoop: @unchecked Sendable {
         self.shared = shared
         pacer = Pacer(loop: loop, global: shared.bandwidth, resolver: shared.bandwidthGroups)
         multi = OpaquePointer(curl_multi_init()!)
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        _ = transferd_multi_setopt_socket_cb(UnsafeMutableRawPointer(multi), multiSocketCallback)
-        _ = transferd_multi_setopt_ptr(UnsafeMutableRawPointer(multi), CURLMOPT_SOCKETDATA, me)
-        _ = transferd_multi_setopt_timer_cb(UnsafeMutableRawPointer(multi), multiTimerCallback)
-        _ = transferd_multi_setopt_ptr(UnsafeMutableRawPointer(multi), CURLMOPT_TIMERDATA, me)
+        events = CurlSocketEvents(multi: multi, loop: loop)
+        events.start { [unowned self] context, result in
+            finish(Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue(), code: result, detail: "")
+        }
         scheduleIdleSweep()
         loop.start()
     }
@@ -52,8 +50,7 @@ final class MultiLoop: @unchecked Sendable {
     /// LeakSanitizer). Nothing of this loop calls curl any more once this object goes; the
     /// callbacks are unset first so the cleanup's goodbyes to its sockets do not come back here.
     deinit {
-        _ = transferd_multi_setopt_socket_cb(UnsafeMutableRawPointer(multi), nil)
-        _ = transferd_multi_setopt_timer_cb(UnsafeMutableRawPointer(multi), nil)
+        events.detach()
         curl_multi_cleanup(UnsafeMutableRawPointer(multi))
         pool.removeAll()
         for share in Array(shares.values) + retiredShares { curl_share_cleanup(UnsafeMutableRawPointer(share)) }
@@ -292,60 +289,6 @@ final class MultiLoop: @unchecked Sendable {
             hasher.cancel(done: complete)
         }
     }
-
-    // MARK: curl's socket and timer callbacks
-
-    func socketCallback(_ fd: Int32, what: Int32) {
-        if what == CURL_POLL_REMOVE {
-            if let watcher = watchers.removeValue(forKey: fd) {
-                watcher.removed = true
-                loop.deregister(fd)
-            }
-            return
-        }
-        var events: UInt32 = 0
-        if what & CURL_POLL_IN != 0 { events |= UInt32(EPOLLIN.rawValue) }
-        if what & CURL_POLL_OUT != 0 { events |= UInt32(EPOLLOUT.rawValue) }
-        if let watcher = watchers[fd] {
-            watcher.events = events
-            loop.modify(fd, events: events)
-        } else {
-            let watcher = SocketWatcher(fd: fd, owner: self)
-            watcher.events = events
-            watchers[fd] = watcher
-            loop.register(fd, events: events, handler: watcher)
-        }
-    }
-
-    /// Never calls curl from inside curl: a zero timeout is scheduled for the next loop turn.
-    func timerCallback(_ timeoutMs: Int) {
-        if let timer { loop.cancelTimer(timer) }
-        timer = nil
-        guard timeoutMs >= 0 else { return }
-        timer = loop.scheduleTimer(at: MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000) { [weak self] in
-            guard let self else { return }
-            self.timer = nil
-            self.socketAction(-1, flags: 0)
-        }
-    }
-
-    func socketAction(_ fd: Int32, flags: Int32) {
-        var running: Int32 = 0
-        _ = curl_multi_socket_action(UnsafeMutableRawPointer(multi), fd, flags, &running)
-        collectCompleted()
-    }
-
-    private func collectCompleted() {
-        var remaining: Int32 = 0
-        while let msg = curl_multi_info_read(UnsafeMutableRawPointer(multi), &remaining) {
-            guard msg.pointee.msg == CURLMSG_DONE, let easy = msg.pointee.easy_handle else { continue }
-            var privatePointer: UnsafeMutableRawPointer?
-            _ = transferd_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &privatePointer)
-            guard let privatePointer else { continue }
-            let transfer = Unmanaged<Transfer>.fromOpaque(privatePointer).takeUnretainedValue()
-            finish(transfer, code: msg.pointee.data.result, detail: "")
-        }
-    }
 }
 
 /// Counters a loop keeps for statistics and wake-ups, readable from any thread.
@@ -362,36 +305,4 @@ final class LoopCounters: Sendable {
     let granted = Atomic<Int>(0)
     /// A discretionary transfer waits here for urgent work elsewhere to be done.
     let discretionaryWaiting = Atomic<Bool>(false)
-}
-
-/// Watches one socket curl asked about, on the loop, and hands readiness back to curl.
-final class SocketWatcher: EventHandler, @unchecked Sendable {
-    let fd: Int32
-    unowned let owner: MultiLoop
-    var events: UInt32 = 0
-    var removed = false
-
-    init(fd: Int32, owner: MultiLoop) {
-        self.fd = fd
-        self.owner = owner
-    }
-
-    override func handleEvents(_ ready: UInt32) {
-        guard !removed else { return }
-        var flags: Int32 = 0
-        if ready & UInt32(EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_IN }
-        if ready & UInt32(EPOLLOUT.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
-        if ready & UInt32(EPOLLERR.rawValue) != 0 { flags |= CURL_CSELECT_ERR }
-        owner.socketAction(fd, flags: flags)
-    }
-}
-
-private let multiSocketCallback: transferd_multi_socket_callback = { _, fd, what, userp, _ in
-    Unmanaged<MultiLoop>.fromOpaque(userp!).takeUnretainedValue().socketCallback(fd, what: what)
-    return 0
-}
-
-private let multiTimerCallback: transferd_multi_timer_callback = { _, timeoutMs, userp in
-    Unmanaged<MultiLoop>.fromOpaque(userp!).takeUnretainedValue().timerCallback(timeoutMs)
-    return 0
 }

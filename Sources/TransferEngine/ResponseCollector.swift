@@ -1,6 +1,6 @@
 /// Assembles response heads from the lines curl's header callback delivers: a status line, field
 /// lines, an empty line — once per response, redirects and `100 Continue` included.
-struct ResponseCollector {
+package struct ResponseCollector {
     package enum Result {
         case pending
         case complete(status: Int, headers: [(String, String)])
@@ -9,7 +9,9 @@ struct ResponseCollector {
     private var status = 0
     private var headers: [(String, String)] = []
 
-    mutating func consume(_ raw: UnsafeRawBufferPointer) -> Result {
+    package init() {}
+
+    package mutating func consume(_ raw: UnsafeRawBufferPointer) -> Result {
         var end = raw.count
         while end > 0 && (raw[end - 1] == 0x0A || raw[end - 1] == 0x0D) { end -= 1 }
         if end == 0 {

@@ -40,11 +40,23 @@ extension HTTPResponse {
     /// is a plain token (see `ServerWorker.requestID`), so it needs no escaping.
     mutating func addProblemInstance(_ requestID: String) {
         guard status >= 400, !requestID.isEmpty, headers["content-type"] == "application/problem+json",
-              case .bytes(var bytes) = body, bytes.last == UInt8(ascii: "}") else { return }
+              case .bytes(var bytes) = body, bytes.last == UInt8(ascii: "}"), !HTTPResponse.namesInstance(bytes) else { return }
         bytes.removeLast()
         bytes.append(contentsOf: Array(#","instance":"\#(requestID)"}"#.utf8))
         body = .bytes(bytes)
     }
+
+    /// A document relayed from another server of ours already names its instance. Inside a JSON
+    /// string every quote is escaped, so these bytes can only be the member's own name.
+    private static func namesInstance(_ bytes: [UInt8]) -> Bool {
+        let member = HTTPResponse.instanceMember
+        guard bytes.count >= member.count else { return false }
+        return (0...(bytes.count - member.count)).contains { start in
+            bytes[start] == member[0] && bytes[start..<start + member.count].elementsEqual(member)
+        }
+    }
+
+    private static let instanceMember = Array(#""instance":"#.utf8)
 }
 
 /// What follows the head of a response.
@@ -57,6 +69,11 @@ public enum ResponseBody: Sendable {
     case fileParts(FileParts)
     /// Sent with chunked coding as the producer writes to the `ResponseStream` it is given.
     case stream(@Sendable (ResponseStream) -> Void)
+    /// Exactly `length` bytes, sent with `Content-Length` as the producer writes them: a body
+    /// relayed from another server, whose length is known before its bytes are. A producer that
+    /// finishes short (or writes more) has the connection closed, so the client sees the body
+    /// incomplete rather than misframed.
+    case streamOfLength(Int, @Sendable (ResponseStream) -> Void)
 }
 
 /// An open file and the byte range of it to send. Owns the descriptor.

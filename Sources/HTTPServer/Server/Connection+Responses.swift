@@ -51,21 +51,37 @@ extension Connection {
         case .stream(let producer):
             head.chunked = !rawStream && !ResponseHead.isBodyless(response.status)
             chunkedStream = !rawStream
+            streamLength = nil
             head.serialize(into: &outbound)
-            if sendsBody {
-                let s = ResponseStream(connection: self, loop: worker.loop, generation: generation)
-                stream = s
-                streamFinished = false
-                producer(s)
-            }
+            if sendsBody { startStream(producer) }
+        case .streamOfLength(let length, let producer):
+            head.contentLength = length
+            chunkedStream = false
+            streamLength = length
+            streamWritten = 0
+            head.serialize(into: &outbound)
+            if sendsBody { startStream(producer) }
         }
         phase = .writing
         deadline = MonotonicClock.after(seconds: config.writeTimeout)
         flush()
     }
 
-    func writeChunk(_ bytes: [UInt8], generation: UInt64) {
+    private func startStream(_ producer: @Sendable (ResponseStream) -> Void) {
+        let s = ResponseStream(connection: self, loop: worker.loop, generation: generation)
+        stream = s
+        streamFinished = false
+        producer(s)
+    }
+
+    func writeChunk(_ bytes: [UInt8], generation: UInt64, whenSent: (@Sendable () -> Void)? = nil) {
         guard generation == self.generation, stream != nil, !streamFinished, phase == .writing else { return }
+        if let length = streamLength {
+            streamWritten += bytes.count
+            // More than the Content-Length promised would be read as the next response.
+            if streamWritten > length { return close() }
+        }
+        if let whenSent { streamSentActions.append(whenSent) }
         if chunkedStream {
             outbound.append(contentsOf: Array(String(bytes.count, radix: 16).utf8))
             outbound.append(contentsOf: Connection.crlf)
@@ -81,9 +97,16 @@ extension Connection {
 
     func finishStream(generation: UInt64) {
         guard generation == self.generation, stream != nil, !streamFinished, phase == .writing else { return }
+        // Short of its Content-Length, the client would wait for the rest: closing tells it the body is incomplete.
+        if let length = streamLength, streamWritten != length { return close() }
         if chunkedStream { outbound.append(contentsOf: Connection.lastChunk) }
         streamFinished = true
         flush()
+    }
+
+    func abortStream(generation: UInt64) {
+        guard generation == self.generation, stream != nil, phase == .writing else { return }
+        close()
     }
 
     /// Writes what is pending; completes the response when everything is out.
@@ -103,6 +126,11 @@ extension Connection {
             }
         }
         guard phase == .writing, fileParts == nil, file == nil, outboundSent == 0, outbound.isEmpty else { return }
+        if !streamSentActions.isEmpty {
+            let actions = streamSentActions
+            streamSentActions = []
+            for action in actions { action() }
+        }
         guard streamFinished else {
             // All written so far is out, and the stream waits on its producer: an event stream
             // may be quiet for minutes, which is no client stalling a write. Without this, every

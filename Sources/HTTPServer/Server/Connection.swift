@@ -50,6 +50,11 @@ final class Connection: EventHandler, @unchecked Sendable {
     var stream: ResponseStream?
     var streamFinished = true
     var chunkedStream = true
+    /// A `streamOfLength` body's declared length, and how much of it the producer wrote.
+    var streamLength: Int?
+    var streamWritten = 0
+    /// What runs once the stream's bytes written so far are out (`ResponseStream.write(_:whenSent:)`).
+    var streamSentActions: [@Sendable () -> Void] = []
 
     init(fd: Int32, remoteAddress: String, worker: ServerWorker) {
         self.fd = fd
@@ -191,6 +196,7 @@ final class Connection: EventHandler, @unchecked Sendable {
         if let parts = fileParts { Glibc.close(parts.parts.fd) } else { file?.close() }
         file = nil
         fileParts = nil
+        streamSentActions = []
         if let s = stream {
             stream = nil
             s.terminated()
@@ -227,7 +233,9 @@ final class Connection: EventHandler, @unchecked Sendable {
         // Idle only if nothing has arrived either: a request already in the socket buffer (sent
         // just before shutdown) is read and answered, not cut off.
         if phase == .awaitingHead && inbound.isEmpty && !hasPendingInput { return close() }
-        if stream != nil { finishStream(generation: generation) }
+        // A body of declared length ends when its producer is done (within the grace period):
+        // finished early, it would be cut short.
+        if stream != nil && streamLength == nil { finishStream(generation: generation) }
     }
 
     var hasPendingInput: Bool {

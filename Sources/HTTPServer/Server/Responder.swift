@@ -93,6 +93,23 @@ public final class ResponseStream: @unchecked Sendable {
         loop.execute { connection.writeChunk(bytes, generation: generation) }
     }
 
+    /// Writes `bytes`, then runs `whenSent` on the connection's thread once they (and all written
+    /// before them) went to the socket — never, if the stream ends first. A producer faster than
+    /// its client (a relay) waits for it before writing more, instead of piling bytes up here.
+    public func write(_ bytes: [UInt8], whenSent: @escaping @Sendable () -> Void) {
+        guard !bytes.isEmpty, !isClosed else { return }
+        let connection = connection, generation = generation
+        loop.execute { connection.writeChunk(bytes, generation: generation, whenSent: whenSent) }
+    }
+
+    /// Ends the response by closing the connection: the body could not be completed, and the
+    /// client must not take what it got for all of it.
+    public func abort() {
+        guard !isClosed else { return }
+        let connection = connection, generation = generation
+        loop.execute { connection.abortStream(generation: generation) }
+    }
+
     public func finish() {
         guard !isClosed else { return }
         let connection = connection, generation = generation

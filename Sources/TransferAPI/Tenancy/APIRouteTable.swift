@@ -11,20 +11,29 @@ struct APIRouteTable {
     let gate: AccessGate
     /// Replies kept for `Idempotency-Key`, shared by every route that honours it.
     let ledger: IdempotencyLedger
+    /// Cluster mode: a session's requests go to the replica that holds it. nil: one node.
+    let forwarding: SessionForwarding?
 
-    init(_ table: RouteTable, gate: AccessGate, ledger: IdempotencyLedger) {
+    init(_ table: RouteTable, gate: AccessGate, ledger: IdempotencyLedger, forwarding: SessionForwarding? = nil) {
         self.table = table
         self.gate = gate
         self.ledger = ledger
+        self.forwarding = forwarding
     }
 
     /// `idempotent`: the route acts, and honours `Idempotency-Key` (see `IdempotencyLedger`).
+    /// `forwarded`: a route of a session held by another replica is answered there; false for
+    /// a route every replica serves itself (the event stream, woken from the shared store).
     mutating func add(_ method: String, _ pattern: String, _ resource: APIResource, idempotent: Bool = false,
-                      _ handler: @escaping Handler)
+                      forwarded: Bool = true, _ handler: @escaping Handler)
     {
         check(pattern, resource)
         let ledger = idempotent ? ledger : nil
+        let forwarding = forwarded && (resource == .session || resource == .sessionCreation) ? forwarding : nil
         table.add(method, pattern, guard: gate.check(resource)) { request, responder in
+            if let forwarding, let holder = forwarding.holder(of: request) {
+                return forwarding.forwarder.forward(request, to: holder, responder)
+            }
             let principal = APIRouteTable.principal(of: request)
             guard let ledger else { return handler(request, principal, responder) }
             ledger.guarded(request, principal, responder) { handler(request, principal, responder) }
@@ -33,6 +42,9 @@ struct APIRouteTable {
 
     mutating func addStreamed(_ method: String, _ pattern: String, _ resource: APIResource, _ factory: @escaping SinkFactory) {
         check(pattern, resource)
+        // A streamed body is consumed here as it arrives, so such a route could not be forwarded
+        // to the replica holding a session.
+        precondition(resource != .session && resource != .sessionCreation, "\(pattern): a session's routes take buffered bodies")
         table.add(method, pattern, guard: gate.check(resource), .streamed({ request throws(HTTPProblem) in
             try factory(request, APIRouteTable.principal(of: request))
         }))

@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 
 /// Why a raw client call failed: a timeout, the peer closing or resetting, or a malformed reply.
 struct ClientError: Error, CustomStringConvertible {
@@ -19,35 +20,17 @@ final class RawClient {
     /// Connects to 127.0.0.1:`port`. Throws with the errno when the connection is refused.
     init(port: UInt16, timeout: Double = 5) throws {
         self.timeout = timeout
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ClientError("socket: \(String(cString: strerror(errno)))") }
+        fd = try LoopbackSocket.connect(port: port).get()
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         // A backstop for blocking sends to a server that stopped reading.
         var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var sa = sockaddr_in()
-        sa.sin_family = sa_family_t(AF_INET)
-        sa.sin_port = port.bigEndian
-        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &sa) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if rc != 0 {
-            let code = errno
-            Glibc.close(fd)
-            throw ConnectError(code: code)
-        }
     }
 
     deinit { Glibc.close(fd) }
 
-    struct ConnectError: Error, CustomStringConvertible {
-        let code: Int32
-        var description: String { "connect: \(String(cString: strerror(code)))" }
-    }
+    typealias ConnectError = LoopbackSocket.Failure
 
     // MARK: sending
 
