@@ -30,6 +30,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // The Public Suffix List, for the cookies a session keeps.
         .systemLibrary(name: "CPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev"])]),
+        // libpq, PostgreSQL's client library, for cluster mode's store.
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // epoll threads with timers and cross-thread wake-ups; shared by the HTTP server and the
         // curl engine so neither depends on the other.
@@ -73,6 +75,13 @@ let package = Package(
 
         // The SQLite implementation of TransferStore: schema, migrations, queries, group commit.
         .target(name: "SQLiteStore", dependencies: ["JSON", "Reactor", "Store", "TransferEngine", "TransferModel", "TransferStore"]),
+
+        // PostgreSQL over libpq: a connection with prepared statements, typed rows, LISTEN/NOTIFY.
+        .target(name: "Postgres", dependencies: ["CPostgres"]),
+
+        // The PostgreSQL implementation of TransferStore (cluster mode): schema under an advisory
+        // lock, group commit on a writer connection, a pool of readers, session leases and fencing.
+        .target(name: "PostgresStore", dependencies: ["JSON", "Postgres", "Reactor", "TransferEngine", "TransferModel", "TransferStore"]),
 
         // The task core: sessions and tasks in memory, their lifecycles driven to the store and
         // the engine, events and webhook delivery, files on disk.
@@ -167,7 +176,7 @@ let package = Package(
         ]),
         .testTarget(name: "TransferctlTests", dependencies: ["transferctl"]),
         .testTarget(name: "TransferStoreTests", dependencies: [
-            "Digests", "JSON", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
+            "Digests", "JSON", "Postgres", "PostgresStore", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
         ]),
     ],
     swiftLanguageModes: [.v6]
