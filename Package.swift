@@ -176,7 +176,8 @@ let package = Package(
         ]),
         .testTarget(name: "TransferctlTests", dependencies: ["transferctl"]),
         .testTarget(name: "TransferStoreTests", dependencies: [
-            "Digests", "JSON", "Postgres", "PostgresStore", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
+            "Digests", "JSON", "Postgres", "PostgresStore", "Reactor", "SQLiteStore", "Store", "TestSupport", "TransferEngine", "TransferModel",
+            "TransferStore",
         ]),
     ],
     swiftLanguageModes: [.v6]

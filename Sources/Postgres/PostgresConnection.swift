@@ -24,11 +24,8 @@ public final class PostgresConnection {
         let connection = withCStrings(keywords) { k in withCStrings(values) { v in PQconnectdbParams(k, v, 1) } }
         guard let connection else { throw PostgresError(message: "out of memory connecting to PostgreSQL", sqlState: nil, isConnectionBroken: true) }
         handle = connection
-        guard PQstatus(handle) == CONNECTION_OK else {
-            let error = PostgresError(message: lastMessage, sqlState: nil, isConnectionBroken: true)
-            PQfinish(handle)
-            throw error
-        }
+        // Every property is set by now, so a throw runs `deinit`, which finishes the handle.
+        guard PQstatus(handle) == CONNECTION_OK else { throw PostgresError(message: lastMessage, sqlState: nil, isConnectionBroken: true) }
         // Notices (a `CREATE TABLE IF NOT EXISTS` that found the table) are not errors: silence them.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
     }
