@@ -101,8 +101,8 @@ let package = Package(
 
         // The service as a whole: configuration, start-up and shutdown, logging and metrics.
         .target(name: "TransferService", dependencies: [
-            "CLinux", "Digests", "HTTPServer", "JSON", "Reactor", "SQLiteStore", "TransferAPI", "TransferCore", "TransferEngine",
-            "TransferModel", "TransferStore",
+            "CLinux", "Digests", "HTTPServer", "JSON", "Postgres", "PostgresStore", "Reactor", "SQLiteStore", "TransferAPI",
+            "TransferCore", "TransferEngine", "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),

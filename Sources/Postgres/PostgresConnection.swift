@@ -32,6 +32,40 @@ public final class PostgresConnection {
 
     deinit { PQfinish(handle) }
 
+    /// Why `url` is not a PostgreSQL URL libpq can use (nil when it is): checked at start, so a
+    /// typo stops the process with a message instead of failing every connection later. libpq
+    /// parses the URL; the ports it leaves to the connection are checked here.
+    public static func problem(withURL url: String) -> String? {
+        guard let rest = url.strippingPrefix("postgres://") ?? url.strippingPrefix("postgresql://") else {
+            return "expected a URL such as postgres://user:password@host:5432/database"
+        }
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(url, &error) else {
+            let message = error.map { String(cString: $0).trimmingSuffixNewline() } ?? "not a valid URL"
+            PQfreemem(error)
+            return message
+        }
+        PQconninfoFree(options)
+        let authority = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            .split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        let hosts = authority.split(separator: "@").last.map(String.init) ?? ""
+        for host in hosts.split(separator: ",") {
+            // The port follows the last colon outside an IPv6 address's brackets.
+            guard let colon = host.lastIndex(of: ":"), !host[colon...].contains("]") else { continue }
+            let port = host[host.index(after: colon)...]
+            guard let number = Int(port), (1...65535).contains(number) else { return "invalid port '\(port)'" }
+        }
+        return nil
+    }
+
+    /// `url` with its password replaced by `***`, for messages and logs.
+    public static func redacted(_ url: String) -> String {
+        guard let scheme = url.firstRange(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
+              let colon = url[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return url }
+        return String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
+    }
+
     /// Whether the connection to the server is lost; `reset()` tries to make a new one.
     public var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
 
@@ -105,10 +139,7 @@ public final class PostgresConnection {
 
     // MARK: helpers
 
-    private var lastMessage: String {
-        let text = String(cString: PQerrorMessage(handle))
-        return text.hasSuffix("\n") ? String(text.dropLast()) : text
-    }
+    private var lastMessage: String { String(cString: PQerrorMessage(handle)).trimmingSuffixNewline() }
 
     /// The rows of a successful result; an error (with its SQLSTATE) otherwise.
     private func check(_ result: OpaquePointer?) throws(PostgresError) -> PostgresRows {
@@ -118,8 +149,7 @@ public final class PostgresConnection {
             return PostgresRows(result)
         default:
             let state = PQresultErrorField(result, transferd_pq_diag_sqlstate()).map { String(cString: $0) }
-            var message = String(cString: PQresultErrorMessage(result))
-            if message.hasSuffix("\n") { message.removeLast() }
+            var message = String(cString: PQresultErrorMessage(result)).trimmingSuffixNewline()
             PQclear(result)
             if message.isEmpty { message = lastMessage }
             throw PostgresError(message: message, sqlState: state, isConnectionBroken: isBroken)
@@ -141,6 +171,11 @@ func quotedIdentifier(_ name: String) -> String {
 }
 
 extension String {
+    func strippingPrefix(_ prefix: String) -> Substring? { hasPrefix(prefix) ? dropFirst(prefix.count) : nil }
+
+    /// libpq's messages end with a newline.
+    func trimmingSuffixNewline() -> String { hasSuffix("\n") ? String(dropLast()) : self }
+
     func replacingAll(_ target: Character, with replacement: String) -> String {
         var out = ""
         for c in self { if c == target { out += replacement } else { out.append(c) } }

@@ -23,10 +23,13 @@ final class PostgresWriter: @unchecked Sendable {
     private var connection: PostgresConnection?
     private var thread: GroupingThread<Pending>!
     private let completions = DispatchQueue(label: "transferd.postgres.completions")
+    /// Told how long each group's transaction took, `BEGIN` to `COMMIT`, in nanoseconds.
+    private let observeCommit: @Sendable (UInt64) -> Void
 
-    init(url: String, connection: PostgresConnection) {
+    init(url: String, connection: PostgresConnection, observeCommit: @escaping @Sendable (UInt64) -> Void) {
         self.url = url
         self.connection = connection
+        self.observeCommit = observeCommit
         thread = GroupingThread(name: "pg-writer", maxGroup: 4096) { self.commit($0) }
     }
 
@@ -46,9 +49,9 @@ final class PostgresWriter: @unchecked Sendable {
         var results: [Result<CommitReport, Error>] = []
         results.reserveCapacity(group.count)
         do {
-            let db = try connected()
+            let db = try begun()
+            let began = MonotonicClock.now()
             do {
-                try db.execute("BEGIN; SAVEPOINT b")
                 for (i, item) in group.enumerated() {
                     do {
                         results.append(.success(try item.work(db)))
@@ -60,6 +63,7 @@ final class PostgresWriter: @unchecked Sendable {
                     }
                     try db.execute(i == group.count - 1 ? "RELEASE b; COMMIT" : "RELEASE b; SAVEPOINT b")
                 }
+                observeCommit(MonotonicClock.now() - began)
             } catch {
                 // The transaction as a whole failed (the server went away): nothing of it is stored.
                 if !db.isBroken { try? db.execute("ROLLBACK") }
@@ -70,6 +74,20 @@ final class PostgresWriter: @unchecked Sendable {
             return
         }
         deliver(group, results)
+    }
+
+    /// The connection with a transaction begun. A connection idle while the server restarted
+    /// learns it is broken only here: nothing was sent on it yet, so a new one is made and tried.
+    private func begun() throws -> PostgresConnection {
+        let db = try connected()
+        do {
+            try db.execute("BEGIN; SAVEPOINT b")
+            return db
+        } catch where error.isConnectionBroken {
+            let fresh = try connected()
+            try fresh.execute("BEGIN; SAVEPOINT b")
+            return fresh
+        }
     }
 
     /// The connection, made again when the last one broke.

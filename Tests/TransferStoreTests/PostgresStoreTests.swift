@@ -52,7 +52,13 @@ final class PostgresStoreTests: XCTestCase {
         try server.start()
         XCTAssertTrue(store.isReadable(), "a read reconnects")
         try store.apply([F.insert(F.task("after", sequence: 3))])
-        XCTAssertEqual(try store.listTasks(session: "s1", after: 0, state: nil, kind: nil, limit: 10).map(\.id), ["before", "after"])
+
+        // A restart while the store is idle: the first write finds its connection broken, and makes a new one.
+        try server.stop()
+        try server.start()
+        try store.apply([F.insert(F.task("idle", sequence: 4))])
+        XCTAssertEqual(try store.listTasks(session: "s1", after: 0, state: nil, kind: nil, limit: 10).map(\.id),
+                       ["before", "after", "idle"])
     }
 
     /// Each session's newest seq of a committed batch is notified at commit; a batch that fails
