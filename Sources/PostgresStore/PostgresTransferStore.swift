@@ -10,27 +10,37 @@ import TransferStore
 /// Its observable behaviour is the SQLite store's, which the conformance suite holds both to.
 package final class PostgresTransferStore: TransferStore {
     private let writer: PostgresWriter
-    private let readers: PostgresReaders
+    /// For reads and the lease statements (`SessionLeases.swift`).
+    let pool: ConnectionPool
+    /// Set in cluster mode: batches are checked against this replica's leases.
+    private let fence: LeaseFence?
 
     /// Connects, and migrates the schema (once across replicas: under an advisory lock). Fails
     /// when the database cannot be reached now; after that, the store reconnects by itself.
-    /// `observeCommit` is told how long each group commit took, in nanoseconds (for the metrics).
-    package init(url: String, observeCommit: @escaping @Sendable (UInt64) -> Void = { _ in }) throws {
+    /// `owner`: this replica's id in cluster mode, whose leases fence every batch (`LeaseFence`);
+    /// a lease a batch takes lasts `leaseSeconds`. `observeCommit` is told how long each group
+    /// commit took, in nanoseconds (for the metrics).
+    package init(url: String, owner: String? = nil, leaseSeconds: Double = 15,
+                 observeCommit: @escaping @Sendable (UInt64) -> Void = { _ in }) throws
+    {
+        fence = owner.map { LeaseFence(owner: $0, ttlSeconds: leaseSeconds) }
         let connection = try PostgresConnection(url: url)
         try PostgresSchema.migrate(connection)
         writer = PostgresWriter(url: url, connection: connection, observeCommit: observeCommit)
-        readers = PostgresReaders(url: url)
+        pool = ConnectionPool(url: url)
     }
 
     package func close() { writer.close() }
 
     /// False while the database cannot be reached (readiness answers 503 meanwhile).
     package func isReadable() -> Bool {
-        (try? readers.read { try $0.query("SELECT 1").count }) == 1
+        (try? pool.withConnection { try $0.query("SELECT 1").count }) == 1
     }
 
     package func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
+        let fence = fence
         writer.submit({ db in
+            try fence?.check(changes, db)
             var report = CommitReport()
             for change in changes { try PostgresTransferStore.apply(change, to: &report, db) }
             return report
@@ -64,54 +74,54 @@ package final class PostgresTransferStore: TransferStore {
 
     // MARK: reads
 
-    package func loadSessions() throws -> [StoredSession] { try readers.read(TaskStatements.loadSessions) }
+    package func loadSessions() throws -> [StoredSession] { try pool.withConnection(TaskStatements.loadSessions) }
 
     package func loadSessionSummaries(_ sessions: [String]) throws -> [String: SessionSummary] {
-        try readers.read { try TaskStatements.sessionSummaries(sessions, $0) }
+        try pool.withConnection { try TaskStatements.sessionSummaries(sessions, $0) }
     }
 
     package func loadUnfinishedTasks() throws -> [TaskRecord] {
-        let rows = try readers.read(TaskStatements.unfinishedRows)
+        let rows = try pool.withConnection(TaskStatements.unfinishedRows)
         return rows.compactMap { row in (try? JSONParser.parse(row.document)).flatMap { TaskRecord(stored: $0, columns: row.columns) } }
     }
 
     package func loadTask(session: String, id: String) throws -> TaskRecord? {
-        try readers.read { try TaskStatements.loadTask(session: session, id: id, $0) }
+        try pool.withConnection { try TaskStatements.loadTask(session: session, id: id, $0) }
     }
 
     package func taskExists(session: String, id: String) throws -> Bool {
-        try readers.read { try TaskStatements.taskExists(session: session, id: id, $0) }
+        try pool.withConnection { try TaskStatements.taskExists(session: session, id: id, $0) }
     }
 
     package func listTasks(session: String, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int) throws -> [TaskRecord] {
-        try readers.read { try TaskStatements.listTasks(session: session, after: after, state: state, kind: kind, limit: limit, $0) }
+        try pool.withConnection { try TaskStatements.listTasks(session: session, after: after, state: state, kind: kind, limit: limit, $0) }
     }
 
     package func completedBefore(_ cutoff: Timestamp, limit: Int) throws -> [TaskRecord] {
-        try readers.read { try TaskStatements.completedBefore(cutoff, limit: limit, $0) }
+        try pool.withConnection { try TaskStatements.completedBefore(cutoff, limit: limit, $0) }
     }
 
     package func events(session: String, after seq: Int64, limit: Int) throws -> [Event] {
-        try readers.read { try EventStatements.events(session, after: seq, limit: limit, $0) }
+        try pool.withConnection { try EventStatements.events(session, after: seq, limit: limit, $0) }
     }
 
     package func event(session: String, id: String) throws -> Event? {
-        try readers.read { try EventStatements.event(session, id: id, $0) }
+        try pool.withConnection { try EventStatements.event(session, id: id, $0) }
     }
 
     package func attempts(session: String, after position: Int64, limit: Int) throws -> [(position: Int64, attempt: DeliveryAttempt)] {
-        try readers.read { try EventStatements.attempts(session, after: position, limit: limit, $0) }
+        try pool.withConnection { try EventStatements.attempts(session, after: position, limit: limit, $0) }
     }
 
-    package func blob(_ id: String) throws -> Blob? { try readers.read { try RecordStatements.blob(id, $0) } }
+    package func blob(_ id: String) throws -> Blob? { try pool.withConnection { try RecordStatements.blob(id, $0) } }
 
     package func expiredBlobs(before cutoff: Timestamp, limit: Int) throws -> [String] {
-        try readers.read { try RecordStatements.expiredBlobs(before: cutoff, limit: limit, $0) }
+        try pool.withConnection { try RecordStatements.expiredBlobs(before: cutoff, limit: limit, $0) }
     }
 
-    package func loadCookies(session: String) throws -> [Cookie] { try readers.read { try RecordStatements.cookies(session: session, $0) } }
+    package func loadCookies(session: String) throws -> [Cookie] { try pool.withConnection { try RecordStatements.cookies(session: session, $0) } }
 
     package func reply(scope: String, now: Timestamp) throws -> StoredReply? {
-        try readers.read { try RecordStatements.reply(scope: scope, now: now, $0) }
+        try pool.withConnection { try RecordStatements.reply(scope: scope, now: now, $0) }
     }
 }

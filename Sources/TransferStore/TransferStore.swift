@@ -75,6 +75,10 @@ package enum StoreError: Error, Sendable {
     case rejected(String)
     /// The store is closed.
     case closed
+    /// A store of one replica among several (cluster mode) refused a batch naming a session whose
+    /// lease this replica does not hold: another replica works on it now, and this one must stop
+    /// writing for it. Nothing of the batch is stored.
+    case fenced(session: String)
 }
 
 /// A session's tasks at a glance, for start-up.

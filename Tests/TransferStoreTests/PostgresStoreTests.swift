@@ -11,13 +11,7 @@ import XCTest
 /// What only the PostgreSQL store has to do: migrate once among replicas starting together,
 /// survive the server's restart, notify committed events. (Everything else is the conformance
 /// suite's, which runs against PostgreSQL too.)
-final class PostgresStoreTests: XCTestCase {
-    typealias F = Fixture
-
-    override func setUpWithError() throws {
-        if TestPostgres.url == nil { throw XCTSkip(TestPostgres.skipReason) }
-    }
-
+final class PostgresStoreTests: PostgresTestCase {
     /// Replicas starting at once must not race on `CREATE TABLE`: the advisory lock lines them up
     /// and the later ones find the migrations applied.
     func testMigrationsRunOnceWhenManyStoresStartAtOnce() throws {

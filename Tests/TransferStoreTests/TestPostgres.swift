@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import XCTest
 
 /// The PostgreSQL server the tests may use: `TRANSFERD_TEST_POSTGRES_URL` (`make test` and
 /// `make unit` start one with scripts/postgres.sh and set it). Each test gets a schema of its own,
@@ -22,5 +23,14 @@ enum TestPostgres {
     /// `url` with connections whose search path is `schema` (libpq's `options` parameter).
     static func scoped(_ url: String, schema: String) -> String {
         url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+    }
+}
+
+/// The XCTest cases that need the PostgreSQL server: skipped, saying why, when there is none.
+class PostgresTestCase: XCTestCase {
+    typealias F = Fixture
+
+    override func setUpWithError() throws {
+        if TestPostgres.url == nil { throw XCTSkip(TestPostgres.skipReason) }
     }
 }
