@@ -149,7 +149,10 @@ public final class PostgresConnection {
             return PostgresRows(result)
         default:
             let state = PQresultErrorField(result, transferd_pq_diag_sqlstate()).map { String(cString: $0) }
-            var message = String(cString: PQresultErrorMessage(result)).trimmingSuffixNewline()
+            // The primary message alone ("duplicate key value violates…"), without the severity
+            // and detail lines the full message adds; the full one when there is no primary.
+            let primary = PQresultErrorField(result, transferd_pq_diag_message_primary()).map { String(cString: $0) }
+            var message = primary ?? String(cString: PQresultErrorMessage(result)).trimmingSuffixNewline()
             PQclear(result)
             if message.isEmpty { message = lastMessage }
             throw PostgresError(message: message, sqlState: state, isConnectionBroken: isBroken)

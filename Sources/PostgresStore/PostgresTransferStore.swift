@@ -9,6 +9,11 @@ import TransferStore
 /// committing batches in groups (`PostgresWriter`), a pool of reader connections beside it.
 /// Its observable behaviour is the SQLite store's, which the conformance suite holds both to.
 package final class PostgresTransferStore: TransferStore {
+    /// The channel committed events are notified on, with `session:seq` of each session's newest
+    /// event in the batch: LISTEN on it to wake long-polls and streams for events another replica
+    /// made (`PostgresConnection.listen`, `drainNotifications`).
+    package static let eventsChannel = EventStatements.channel
+
     private let writer: PostgresWriter
     /// For reads and the lease statements (`SessionLeases.swift`).
     let pool: ConnectionPool

@@ -62,7 +62,7 @@ final class PostgresStoreTests: PostgresTestCase {
             let store = try PostgresTransferStore(url: url)
             defer { store.close() }
             let listener = try PostgresConnection(url: url)
-            try listener.listen(EventStatements.channel)
+            try listener.listen(PostgresTransferStore.eventsChannel)
             try store.apply([.upsertSession(F.session("s1")), .upsertSession(F.session("s2")),
                              .insertEvents([F.event(1), F.event(2), F.event(1, session: "s2"), F.event(3)])])
             // The failing batch reuses seq 3.
