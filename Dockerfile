@@ -10,7 +10,7 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 FROM ${SWIFT_IMAGE} AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # The Swift image has libcurl4-openssl-dev and libsqlite3-dev already (install-deps.sh checks and
-# skips them, and installs libssl-dev and libpsl-dev if the image lacks them) but no make. Versions are not pinned:
+# skips them, and installs libssl-dev, libpsl-dev and libpq-dev if the image lacks them) but no make. Versions are not pinned:
 # they follow Debian 12's security updates.
 # hadolint ignore=DL3008
 RUN apt-get update -q \
@@ -36,12 +36,13 @@ RUN ldd .build/release/transferd .build/release/transferctl | tee /tmp/ldd.txt \
 FROM ${RUNTIME_IMAGE}
 # libcurl4, libsqlite3-0 and libssl3 (libcrypto, for SHA-256; libcurl4 needs it too) are what the
 # binary links besides the Swift runtime, with libpsl5 (the Public Suffix List), which libcurl4
-# depends on; ca-certificates gives libcurl its CA bundle
+# depends on, and libpq5 (PostgreSQL's client library, for `--database postgres://…`);
+# ca-certificates gives libcurl its CA bundle
 # (/etc/ssl/certs/ca-certificates.crt); curl (a few hundred KiB on top of libcurl4) runs the
 # HEALTHCHECK below.
 # hadolint ignore=DL3008
 RUN apt-get update -q \
-    && apt-get install -y -q --no-install-recommends libcurl4 libsqlite3-0 libssl3 ca-certificates curl \
+    && apt-get install -y -q --no-install-recommends libcurl4 libsqlite3-0 libssl3 libpq5 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --uid 10001 --user-group --home-dir /nonexistent --no-create-home \
        --shell /usr/sbin/nologin transferd \

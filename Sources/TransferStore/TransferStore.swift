@@ -75,8 +75,9 @@ package enum StoreError: Error, Sendable {
     case rejected(String)
     /// The store is closed.
     case closed
-    /// Cluster mode: this replica does not hold the session's lease (it expired, or another
-    /// replica took it), so nothing of the batch was stored.
+    /// A store of one replica among several (cluster mode) refused a batch naming a session whose
+    /// lease this replica does not hold: another replica works on it now, and this one must stop
+    /// writing for it. Nothing of the batch is stored.
     case fenced(session: String)
 }
 

@@ -18,6 +18,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("data-dir"), help: "Directory for the database and transferred files. Env: TRANSFERD_DATA_DIR. [./transferd-data]")
     var dataDir: String?
 
+    @Option(help: "PostgreSQL URL (postgres://user:password@host:5432/db) to keep state in instead of SQLite in the data directory. Env: TRANSFERD_DATABASE.")
+    var database: String?
+
     @Option(name: .customLong("api-token"), help: "Bearer token required on /v1 (repeatable or comma-separated). Env: TRANSFERD_API_TOKEN.")
     var apiToken: [String] = []
 
@@ -103,6 +106,7 @@ struct TransferdCommand: ParsableCommand {
         var raw = RawSettings()
         raw.listen = listen
         raw.dataDir = dataDir
+        raw.database = database
         raw.apiTokens = apiToken
         raw.apiTokenFile = apiTokenFile
         raw.authFile = authFile

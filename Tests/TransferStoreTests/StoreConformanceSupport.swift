@@ -1,13 +1,17 @@
 import Glibc
 import Testing
 import TransferEngine
+@testable import PostgresStore
 @testable import SQLiteStore
 @testable import TransferModel
 @testable import TransferStore
 
-/// The store implementations the conformance tests run against, each a test case of its own.
+/// The store implementations the conformance tests run against, each a test case of its own;
+/// PostgreSQL when `TRANSFERD_TEST_POSTGRES_URL` names a server (`make test` starts one).
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
-    case sqlite, memory
+    case sqlite, memory, postgres
+
+    static var allCases: [StoreKind] { TestPostgres.url == nil ? [.sqlite, .memory] : [.sqlite, .memory, .postgres] }
 
     var testDescription: String { rawValue }
 
@@ -29,6 +33,12 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
                 rmdir(directory)
             }
             try body(store)
+        case .postgres:
+            try TestPostgres.withSchema { url in
+                let store = try PostgresTransferStore(url: url)
+                defer { store.close() }
+                try body(store)
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// A real transferd process for the client's tests: the binary SwiftPM built beside this test
 /// bundle (the test target depends on it), on a free loopback port, with a fresh data directory
@@ -16,7 +17,7 @@ final class TransferdProcess {
         guard let executable = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
             throw StartError.noBinary(candidates.map(\.path))
         }
-        let port = try Self.freePort()
+        guard let port = freeLoopbackPort() else { throw StartError.noPort }
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("transferd-client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         baseURL = URL(string: "http://127.0.0.1:\(port)")!
@@ -58,23 +59,5 @@ final class TransferdProcess {
             usleep(50_000)
         }
         throw StartError.notHealthy
-    }
-
-    /// A port that was free a moment ago: bind port 0, read the port, close.
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw StartError.noPort }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw StartError.noPort }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

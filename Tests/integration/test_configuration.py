@@ -43,6 +43,8 @@ BAD_VALUES = [
     ("--network-policy", "TRANSFERD_NETWORK_POLICY", "permit=10.0.0.0/8"),
     ("--allow-path", "TRANSFERD_ALLOW_PATHS", "relative/dir"),
     ("--allow-path", "TRANSFERD_ALLOW_PATHS", "/abs/ok,relative"),
+    ("--database", "TRANSFERD_DATABASE", "mysql://db.example.com/transferd"),
+    ("--database", "TRANSFERD_DATABASE", "postgres://db.example.com:port/transferd"),
 ]
 
 

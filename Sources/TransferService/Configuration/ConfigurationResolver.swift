@@ -3,12 +3,14 @@ import TransferModel
 import Reactor
 import Glibc
 import HTTPServer
+import Postgres
 import TransferEngine
 
 /// A setting as given on the command line; nil when the flag was absent.
 public struct RawSettings: Sendable {
     public var listen: String?
     public var dataDir: String?
+    public var database: String?
     public var apiTokens: [String] = []
     public var apiTokenFile: String?
     public var authFile: String?
@@ -118,6 +120,13 @@ public enum ConfigurationResolver {
             apiTokens: tokens, allowedPaths: allowed, networkPolicy: policy.value, retention: retention,
             logLevel: level, http: http)
         configuration.maxDataBodyBytes = Int64(maxDataBody)
+        if let database = pick(raw.database, "--database", "TRANSFERD_DATABASE") {
+            // The URL may carry a password: the message quotes it without.
+            if let problem = PostgresConnection.problem(withURL: database.value) {
+                throw ConfigurationError("invalid \(database.name) '\(PostgresConnection.redacted(database.value))': \(problem)")
+            }
+            configuration.database = database.value
+        }
         configuration.authFile = authFile
         if let digests = pick(raw.defaultDigests, "--default-digests", "TRANSFERD_DEFAULT_DIGESTS") {
             let names = digests.value.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters() }

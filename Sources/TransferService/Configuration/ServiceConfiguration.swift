@@ -6,6 +6,9 @@ import HTTPServer
 public struct ServiceConfiguration: Sendable {
     public var listen: SocketAddress
     public var dataDirectory: String
+    /// A `postgres://` URL: the store is that PostgreSQL database (cluster mode) instead of the
+    /// SQLite file in the data directory, which stays the default (nil).
+    public var database: String?
     /// Bearer tokens accepted on `/v1`, as admins. With no auth file either, there is no
     /// authentication, which is allowed only on a loopback address.
     public var apiTokens: [String]

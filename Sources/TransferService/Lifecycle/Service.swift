@@ -3,11 +3,11 @@ import Glibc
 import HTTPServer
 import Logging
 import Prometheus
-import SQLiteStore
 import TransferAPI
 import TransferCore
 import TransferEngine
 import TransferModel
+import TransferStore
 
 /// transferd as one object: builds the routes and the HTTP server from a configuration, runs until
 /// SIGTERM or SIGINT (re-reading the auth file on SIGHUP), then shuts down gracefully.
@@ -20,7 +20,7 @@ public final class Service: Sendable {
     private let readiness = Readiness()
     let coordinator: TaskCoordinator
     let engine: TransferEngine
-    private let store: SQLiteTransferStore
+    private let store: any TransferStore
     private let dataLock: DataDirectoryLock
     /// Who may call the API; replaced when the auth file is reloaded.
     let principals: PrincipalDirectory
@@ -55,8 +55,8 @@ public final class Service: Sendable {
         }
         principals = PrincipalDirectory(apiTokens: configuration.apiTokens, authFile: authFile, roots: roots)
         let serviceMetrics = Service.metrics(registry: metrics, principals: authFile == nil ? nil : principals)
-        store = try SQLiteTransferStore(path: layout.databasePath,
-                                        observeCommit: { serviceMetrics.commitTook(nanoseconds: $0) })
+        store = try Service.openStore(configuration, path: layout.databasePath,
+                                      observeCommit: { serviceMetrics.commitTook(nanoseconds: $0) })
         engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
                                 maxBytesPerSecond: configuration.maxBytesPerSecond, bandwidthGroups: principals)
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),

@@ -1,0 +1,19 @@
+import Glibc
+
+/// A loopback port that was free a moment ago (bind port 0, read the port, close), for a server a
+/// test starts in another process; nil when no socket could be bound.
+public func freeLoopbackPort() -> Int? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        }
+    }
+    return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
+}
