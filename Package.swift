@@ -98,7 +98,7 @@ let package = Package(
         // Cluster mode: this replica's leases on sessions in the shared store (heartbeat, renewal,
         // takeover of a dead replica's sessions) and where a session's requests go.
         .target(name: "Cluster", dependencies: [
-            "Reactor", "TransferAPI", "TransferCore", "TransferStore",
+            "CLinux", "Postgres", "PostgresStore", "Reactor", "TransferAPI", "TransferCore", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -112,7 +112,7 @@ let package = Package(
 
         // The service as a whole: configuration, start-up and shutdown, logging and metrics.
         .target(name: "TransferService", dependencies: [
-            "CLinux", "Digests", "HTTPServer", "JSON", "Postgres", "PostgresStore", "Reactor", "SQLiteStore", "TransferAPI",
+            "CLinux", "Cluster", "Digests", "HTTPServer", "JSON", "Postgres", "PostgresStore", "Reactor", "ReplicaForwarding", "SQLiteStore", "TransferAPI",
             "TransferCore", "TransferEngine", "TransferModel", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),

@@ -6,7 +6,7 @@ import TransferStore
 /// renews what it holds on a heartbeat, and releases what it stops working on; a dead replica's
 /// leases expire and the sessions become claimable. Times are the database server's (`now()`), so
 /// replicas' clocks need not agree. Each call is one statement on a pooled connection.
-extension PostgresTransferStore {
+extension PostgresTransferStore: SessionLeasing {
     /// Leases to `owner`, for `ttlSeconds`, up to `limit` sessions that have no lease or an expired
     /// one; returns them. A session whose row another transaction holds locked is skipped, not
     /// waited for: it is claimable on a later call.
@@ -27,14 +27,34 @@ extension PostgresTransferStore {
         }
     }
 
+    /// Leases `session` to `owner` when the session exists and no other replica holds an unexpired
+    /// lease on it (or `owner` does already); returns whether `owner` holds it now.
+    package func claimSession(_ session: String, owner: String, ttlSeconds: Double) throws -> Bool {
+        try pool.withConnection { db in
+            let rows = try db.query("""
+                INSERT INTO session_leases (session, owner, expires_at)
+                SELECT identifier, $2, now() + make_interval(secs => $3) FROM sessions WHERE identifier = $1
+                ON CONFLICT (session) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+                  WHERE session_leases.expires_at <= now() OR session_leases.owner = excluded.owner
+                RETURNING session
+                """, [session, owner, String(ttlSeconds)])
+            return rows.count > 0
+        }
+    }
+
     /// Extends `owner`'s leases that have not expired by `ttlSeconds` from now; returns the sessions
     /// still held. One that expired is not renewed — another replica may have claimed it already —
-    /// and its absence tells the owner to stop working on it.
+    /// and its absence tells the owner to stop working on it. The lease of a session removed since
+    /// is not renewed either: it expires, and with it the last trace of the session.
     package func renewLeases(owner: String, ttlSeconds: Double) throws -> Set<String> {
         try pool.withConnection { db in
             let rows = try db.query("""
-                UPDATE session_leases SET expires_at = now() + make_interval(secs => $2)
-                WHERE owner = $1 AND expires_at > now() RETURNING session
+                WITH gone AS (DELETE FROM session_leases AS l WHERE l.expires_at <= now()
+                                AND NOT EXISTS (SELECT 1 FROM sessions AS s WHERE s.identifier = l.session))
+                UPDATE session_leases AS l SET expires_at = now() + make_interval(secs => $2)
+                WHERE l.owner = $1 AND l.expires_at > now()
+                  AND EXISTS (SELECT 1 FROM sessions AS s WHERE s.identifier = l.session)
+                RETURNING l.session
                 """, [owner, String(ttlSeconds)])
             return Set((0..<rows.count).map { rows.text($0, 0)! })
         }
@@ -64,8 +84,10 @@ extension PostgresTransferStore {
 
     /// Records that `replica` is alive and answers on `address`; and forgets replicas silent for
     /// longer than `ttlSeconds` that hold no unexpired lease (so the table keeps only the living
-    /// and those whose leases still name them).
-    package func heartbeat(replica: String, address: String, ttlSeconds: Double) throws {
+    /// and those whose leases still name them). Returns how many replicas have been heard from
+    /// within `ttlSeconds`, this one included.
+    @discardableResult
+    package func heartbeat(replica: String, address: String, ttlSeconds: Double) throws -> Int {
         try pool.withConnection { db in
             _ = try db.query("""
                 WITH forgotten AS (
@@ -74,6 +96,9 @@ extension PostgresTransferStore {
                 INSERT INTO replicas (id, address, heartbeat_at) VALUES ($1, $2, now())
                 ON CONFLICT (id) DO UPDATE SET address = excluded.address, heartbeat_at = excluded.heartbeat_at
                 """, [replica, address, String(ttlSeconds)])
+            let alive = try db.query("SELECT count(*) FROM replicas WHERE heartbeat_at >= now() - make_interval(secs => $1)",
+                                     [String(ttlSeconds)])
+            return max(1, Int(alive.text(0, 0) ?? "1") ?? 1)
         }
     }
 }

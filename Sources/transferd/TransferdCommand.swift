@@ -21,6 +21,12 @@ struct TransferdCommand: ParsableCommand {
     @Option(help: "PostgreSQL URL (postgres://user:password@host:5432/db) to keep state in instead of SQLite in the data directory. Env: TRANSFERD_DATABASE.")
     var database: String?
 
+    @Option(name: .customLong("advertise-address"), help: "Cluster mode: host:port where the other replicas reach this one. Env: TRANSFERD_ADVERTISE_ADDRESS. [the listen address]")
+    var advertiseAddress: String?
+
+    @Option(name: .customLong("lease-timeout"), help: "Cluster mode: how long a dead replica's sessions wait before another takes them over. Env: TRANSFERD_LEASE_TIMEOUT. [15s]")
+    var leaseTimeout: String?
+
     @Option(name: .customLong("api-token"), help: "Bearer token required on /v1 (repeatable or comma-separated). Env: TRANSFERD_API_TOKEN.")
     var apiToken: [String] = []
 
@@ -107,6 +113,8 @@ struct TransferdCommand: ParsableCommand {
         raw.listen = listen
         raw.dataDir = dataDir
         raw.database = database
+        raw.advertiseAddress = advertiseAddress
+        raw.leaseTimeout = leaseTimeout
         raw.apiTokens = apiToken
         raw.apiTokenFile = apiTokenFile
         raw.authFile = authFile

@@ -67,6 +67,29 @@ final class SessionLeasesTests: PostgresTestCase {
         }
     }
 
+    /// A request for a session whose holder died claims that one session on the spot.
+    func testClaimingOneSession() throws {
+        try withSessions(["s1", "s2"]) { store, _ in
+            XCTAssertTrue(try store.claimSession("s1", owner: "a", ttlSeconds: 60))
+            XCTAssertTrue(try store.claimSession("s1", owner: "a", ttlSeconds: 60), "its own lease, renewed")
+            XCTAssertFalse(try store.claimSession("s1", owner: "b", ttlSeconds: 60), "held by a")
+            XCTAssertFalse(try store.claimSession("nope", owner: "b", ttlSeconds: 60), "no such session")
+            _ = try store.renewLeases(owner: "a", ttlSeconds: -1)
+            XCTAssertTrue(try store.claimSession("s1", owner: "b", ttlSeconds: 60), "expired")
+        }
+    }
+
+    /// Heartbeats count the replicas alive; a removed session's lease is no longer renewed.
+    func testHeartbeatsCountReplicasAndRemovedSessionsLoseTheirLeases() throws {
+        try withSessions(["s1", "s2"]) { store, _ in
+            XCTAssertEqual(try store.heartbeat(replica: "a", address: "10.0.0.1:8080", ttlSeconds: 30), 1)
+            XCTAssertEqual(try store.heartbeat(replica: "b", address: "10.0.0.2:8080", ttlSeconds: 30), 2)
+            XCTAssertEqual(Set(try store.claimSessions(owner: "a", ttlSeconds: 60, limit: 10)), ["s1", "s2"])
+            try store.apply([.deleteSession("s2")])
+            XCTAssertEqual(try store.renewLeases(owner: "a", ttlSeconds: 60), ["s1"])
+        }
+    }
+
     /// A replica writes only for sessions it holds; a refused batch stores nothing, and the
     /// batches beside it in the same group commit.
     func testBatchesAreFencedByLeases() throws {

@@ -11,6 +11,8 @@ public struct RawSettings: Sendable {
     public var listen: String?
     public var dataDir: String?
     public var database: String?
+    public var advertiseAddress: String?
+    public var leaseTimeout: String?
     public var apiTokens: [String] = []
     public var apiTokenFile: String?
     public var authFile: String?
@@ -127,6 +129,7 @@ public enum ConfigurationResolver {
             }
             configuration.database = database.value
         }
+        configuration.cluster = try cluster(raw, pick, listen: listen, clustered: configuration.database != nil)
         configuration.authFile = authFile
         if let digests = pick(raw.defaultDigests, "--default-digests", "TRANSFERD_DEFAULT_DIGESTS") {
             let names = digests.value.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters() }
@@ -228,6 +231,32 @@ public enum ConfigurationResolver {
                 throw ConfigurationError("invalid \(policy.name) '\(policy.value)': expected default, public-only, or allow=CIDR,…;deny=CIDR,…")
             }
         }
+    }
+
+    /// `--advertise-address` and `--lease-timeout`: cluster mode's, refused without `--database`.
+    private static func cluster(_ raw: RawSettings, _ pick: (String?, String, String) -> Setting?, listen: SocketAddress,
+                                clustered: Bool) throws(ConfigurationError) -> ClusterSettings?
+    {
+        let address = pick(raw.advertiseAddress, "--advertise-address", "TRANSFERD_ADVERTISE_ADDRESS")
+        let timeout = pick(raw.leaseTimeout, "--lease-timeout", "TRANSFERD_LEASE_TIMEOUT")
+        guard clustered else {
+            if let given = address ?? timeout {
+                throw ConfigurationError("\(given.name) applies to cluster mode only: give --database postgres://… too")
+            }
+            return nil
+        }
+        if let address, let problem = ClusterSettings.problem(withAddress: address.value) {
+            throw ConfigurationError("invalid \(address.name) '\(address.value)': \(problem)")
+        }
+        guard let advertised = ClusterSettings.advertised(address?.value, listen: listen) else {
+            throw ConfigurationError("cluster mode needs --advertise-address (or TRANSFERD_ADVERTISE_ADDRESS) when listening on \(listen): where the other replicas reach this one, e.g. 10.0.0.7:8080")
+        }
+        var settings = ClusterSettings(advertiseAddress: advertised)
+        settings.leaseTimeout = try seconds(timeout, settings.leaseTimeout)
+        if let timeout, !(2...3600).contains(settings.leaseTimeout) {
+            throw ConfigurationError("invalid \(timeout.name) '\(timeout.value)': expected a duration from 2s to 1h")
+        }
+        return settings
     }
 
     private static func integer(_ setting: Setting?, _ fallback: Int, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {

@@ -9,6 +9,8 @@ public struct ServiceConfiguration: Sendable {
     /// A `postgres://` URL: the store is that PostgreSQL database (cluster mode) instead of the
     /// SQLite file in the data directory, which stays the default (nil).
     public var database: String?
+    /// Cluster mode's settings, present exactly when `database` is.
+    public var cluster: ClusterSettings?
     /// Bearer tokens accepted on `/v1`, as admins. With no auth file either, there is no
     /// authentication, which is allowed only on a loopback address.
     public var apiTokens: [String]

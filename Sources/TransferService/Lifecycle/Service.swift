@@ -3,6 +3,7 @@ import Glibc
 import HTTPServer
 import Logging
 import Prometheus
+import PostgresStore
 import TransferAPI
 import TransferCore
 import TransferEngine
@@ -21,7 +22,10 @@ public final class Service: Sendable {
     let coordinator: TaskCoordinator
     let engine: TransferEngine
     private let store: any TransferStore
-    private let dataLock: DataDirectoryLock
+    /// One process per data directory — except in cluster mode, whose replicas share theirs.
+    private let dataLock: DataDirectoryLock?
+    /// Cluster mode (`--database`): this replica's leases, forwarding and notifications.
+    private let cluster: ClusterRole?
     /// Who may call the API; replaced when the auth file is reloaded.
     let principals: PrincipalDirectory
 
@@ -40,7 +44,7 @@ public final class Service: Sendable {
         let layout = DataLayout(root: AllowedRoots.normalize(configuration.dataDirectory.hasPrefix("/")
             ? configuration.dataDirectory : Service.currentDirectory() + "/" + configuration.dataDirectory))
         try DataLayout.makeDirectories(layout.root)
-        dataLock = try DataDirectoryLock(root: layout.root)
+        dataLock = configuration.cluster == nil ? try DataDirectoryLock(root: layout.root) : nil
         guard let policy = NetworkPolicy(parsing: configuration.networkPolicy) else {
             throw ConfigurationError("invalid --network-policy '\(configuration.networkPolicy)'")
         }
@@ -55,7 +59,8 @@ public final class Service: Sendable {
         }
         principals = PrincipalDirectory(apiTokens: configuration.apiTokens, authFile: authFile, roots: roots)
         let serviceMetrics = Service.metrics(registry: metrics, principals: authFile == nil ? nil : principals)
-        store = try Service.openStore(configuration, path: layout.databasePath,
+        let replica = ClusterRole.replicaIdentifier()
+        store = try Service.openStore(configuration, path: layout.databasePath, replica: replica,
                                       observeCommit: { serviceMetrics.commitTook(nanoseconds: $0) })
         engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
                                 maxBytesPerSecond: configuration.maxBytesPerSecond, bandwidthGroups: principals)
@@ -66,7 +71,14 @@ public final class Service: Sendable {
                                                                      defaultDigests: configuration.defaultDigests),
                                       resumeKey: try ResumeKey.load(directory: layout.root),
                                       logger: logger, metrics: serviceMetrics)
-        try coordinator.recover()
+        if let settings = configuration.cluster, let url = configuration.database, let shared = store as? PostgresTransferStore {
+            // Sessions come into memory as their leases are taken, not all at start.
+            cluster = ClusterRole(settings: settings, replica: replica, url: url, store: shared, coordinator: coordinator,
+                                  principals: principals, logger: logger)
+        } else {
+            cluster = nil
+            try coordinator.recover()
+        }
         coordinator.startProgressFlushing()
         coordinator.startProgressEvents()
         RetentionSweeper(coordinator: coordinator, retention: configuration.retention,
@@ -78,6 +90,7 @@ public final class Service: Sendable {
         let gate = AccessGate(directory: principals, blobOwner: { id in (try? coordinator.blob(id)).map(\.principal) },
                               audit: logger)
         let rates = TransferRates(engine: engine, clock: coordinator.clock)
+        let forwarding = cluster?.forwarding
         let router = Router { table in
             OperationsRoutes(readiness: readiness, metrics: metrics, collect: {
                 processMetrics.collect()
@@ -86,7 +99,7 @@ public final class Service: Sendable {
                 .register(in: &table)
             APIRoutes(coordinator: coordinator, gate: gate, rates: rates, version: Service.version,
                       startedAt: startedAt, maxBlobBytes: configuration.maxBlobBytes,
-                      sseHeartbeat: configuration.sseHeartbeat).register(in: &table)
+                      sseHeartbeat: configuration.sseHeartbeat, forwarding: forwarding).register(in: &table)
         }
         var serverConfiguration = configuration.serverConfiguration(loops: cores)
         let connectionCap = Service.connectionCap(descriptors: descriptors)
@@ -100,6 +113,10 @@ public final class Service: Sendable {
         readiness.register("http") { true }
         let store = store
         readiness.register("store") { store.isReadable() }
+        if let cluster {
+            cluster.start()
+            readiness.register("leases") { [membership = cluster.membership] in membership.holdsLeases }
+        }
         if !principals.requiresAuthentication {
             logger.warning("no API token configured: serving loopback only, without authentication",
                            metadata: ["listen": .string(server.boundAddress.description)])
@@ -128,6 +145,7 @@ public final class Service: Sendable {
         engine.shutdown()
         coordinator.fileWork.sync(flags: .barrier) {}
         coordinator.shutdown()
+        cluster?.stop()
         store.close()
         logger.info("stopped")
     }
