@@ -14,9 +14,11 @@ struct EventRoutes {
 
     func register(in table: inout APIRouteTable) {
         let coordinator = coordinator, heartbeat = heartbeat, principals = principals
-        // Not forwarded: a long poll or an event stream waits for minutes, and each replica
-        // answers it from the shared event log, woken by the store when another adds to it.
-        table.add("GET", "/v1/sessions/{identifier}/events", .session, forwarded: false) { request, principal, responder in
+        // A durable session's journal is not forwarded: a long poll or an event stream waits for
+        // minutes, and each replica answers it from the shared event log, woken by the store when
+        // another adds to it. An ephemeral session's journal is in its holder's memory only.
+        table.add("GET", "/v1/sessions/{identifier}/events", .session,
+                  servedHere: { request in request.parameters["identifier"].map(coordinator.readsEventsHere) ?? true }) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit", "wait"])
                 // In cluster mode a durable session another replica holds is read here, from the

@@ -22,16 +22,17 @@ struct APIRouteTable {
     }
 
     /// `idempotent`: the route acts, and honours `Idempotency-Key` (see `IdempotencyLedger`).
-    /// `forwarded`: a route of a session held by another replica is answered there; false for
-    /// a route every replica serves itself (the event stream, woken from the shared store).
+    /// `servedHere`: whether this replica answers a request of a session another replica holds
+    /// itself (the event journal of a durable session, read from the shared store) rather than
+    /// forwarding it to the holder, as every other route of a session does.
     mutating func add(_ method: String, _ pattern: String, _ resource: APIResource, idempotent: Bool = false,
-                      forwarded: Bool = true, _ handler: @escaping Handler)
+                      servedHere: (@Sendable (HTTPRequest) -> Bool)? = nil, _ handler: @escaping Handler)
     {
         check(pattern, resource)
         let ledger = idempotent ? ledger : nil
-        let forwarding = forwarded && (resource == .session || resource == .sessionCreation) ? forwarding : nil
+        let forwarding = resource == .session || resource == .sessionCreation ? forwarding : nil
         table.add(method, pattern, guard: gate.check(resource)) { request, responder in
-            if let forwarding, let holder = forwarding.holder(of: request) {
+            if let forwarding, servedHere?(request) != true, let holder = forwarding.holder(of: request) {
                 return forwarding.forwarder.forward(request, to: holder, responder)
             }
             let principal = APIRouteTable.principal(of: request)

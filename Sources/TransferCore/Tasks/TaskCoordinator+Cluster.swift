@@ -81,6 +81,13 @@ extension TaskCoordinator {
         return view
     }
 
+    /// Whether this replica reads `identifier`'s journal itself: it holds the session, or the
+    /// session is durable (its journal is in the shared store). An ephemeral session another
+    /// replica holds has its journal only there.
+    package func readsEventsHere(_ identifier: String) -> Bool {
+        (try? sessionForReading(identifier)) != nil
+    }
+
     /// The store said `identifier` committed events (a notification), or it is time to look
     /// (`nil`: every view): readers on this replica of sessions held elsewhere get them.
     package func eventsCommitted(_ identifier: String?) {
