@@ -143,6 +143,11 @@ import Testing
         let polled = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/tasks/t1?wait=4", fields: [Self.auth])
         #expect(polled.status == 200)
         #expect(polled.text == "waited 4.0")
+        // Whatever the wait says, it is the holder's to refuse.
+        for wait in ["nan", "-inf", "1e400", "x"] {
+            let odd = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/tasks/t1?wait=\(wait)", fields: [Self.auth])
+            #expect(odd.text == "waited 0.0", "wait=\(wait)")
+        }
     }
 
     @Test func aLargeFileIsRelayedWholeWithItsLength() throws {

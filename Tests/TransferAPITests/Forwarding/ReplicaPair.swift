@@ -130,7 +130,7 @@ final class ReplicaPair: @unchecked Sendable {
         // A long poll: answered once the wait it asked for is over.
         table.add("GET", "/v1/sessions/{identifier}/tasks/{task}") { request, responder in
             record(request)
-            let wait = request.query("wait").flatMap(Double.init) ?? 0
+            let wait = request.query("wait").flatMap(Double.init).flatMap { $0.isFinite ? $0 : nil } ?? 0
             DispatchQueue.global().asyncAfter(deadline: .now() + wait) { responder.respond(.text("waited \(wait)")) }
         }
         table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/file") { request, responder in
