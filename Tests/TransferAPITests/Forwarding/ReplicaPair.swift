@@ -90,7 +90,13 @@ final class ReplicaPair: @unchecked Sendable {
     func shutdown() {
         replica.shutdown()
         forwarder.shutdown()
-        for responder in held.withLock({ $0 }) { responder.respond(.text("released")) }
+        // Taken out, not only answered: a responder holds its connection, which holds the
+        // server whose routes hold this list.
+        let release = held.withLock { list in
+            defer { list = [] }
+            return list
+        }
+        for responder in release { responder.respond(.text("released")) }
         holder.shutdown()
         engine.shutdown()
         coordinator.shutdown()
