@@ -122,7 +122,11 @@ import Testing
         let pair = try ReplicaPair()
         defer { pair.shutdown() }
         let call = try WireCall(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/cookies", fields: [Self.auth, ("X-Request-Id", "held")])
-        for _ in 0..<1000 where pair.received.withLock({ $0["held"] == nil }) { usleep(10_000) }
+        var tries = 0
+        while pair.received.withLock({ $0["held"] == nil }) && tries < 1000 {
+            usleep(10_000)
+            tries += 1
+        }
         #expect(pair.held.withLock { $0.count } == 1, "the holder has it")
         pair.forwarder.shutdown()
         let response = try call.response()
