@@ -55,8 +55,9 @@ final class ForwardedExchange: @unchecked Sendable {
         // the client used (RFC 9112 §3.2.2: a server takes the path of an absolute-form target).
         url = "http://\(holder)\(request.path)" + (request.head.query.map { "?\($0)" } ?? "")
         body = request.body
-        // The holder refuses a wait out of its range itself; the bound keeps the silence allowed finite.
-        wait = request.query("wait").flatMap(Double.init).map { min(max($0, 0), 3600) } ?? 0
+        // The holder refuses a wait out of its range (`nan` included) itself; here it only
+        // lengthens the silence allowed, within a bound.
+        wait = request.query("wait").flatMap(Double.init).flatMap { $0.isFinite ? min(max($0, 0), 3600) : nil } ?? 0
         headerLines = RelayedHeaders.requestLines(request, from: forwarder.advertisedAddress)
         self.responder = responder
         self.forwarder = forwarder

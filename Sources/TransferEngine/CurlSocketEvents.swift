@@ -14,6 +14,8 @@ package final class CurlSocketEvents: @unchecked Sendable {
     private var finished: (UnsafeMutableRawPointer, CURLcode) -> Void = { _, _ in }
     private var watchers: [Int32: SocketWatcher] = [:]
     private var timer: TimerID?
+    /// The multi handle is being cleaned up: a timer still pending must not reach it.
+    private var detached = false
 
     package init(multi: OpaquePointer, loop: EventLoop) {
         self.multi = multi
@@ -33,6 +35,7 @@ package final class CurlSocketEvents: @unchecked Sendable {
 
     /// Unsets the callbacks before `curl_multi_cleanup`, so its goodbyes to its sockets do not come here.
     package func detach() {
+        detached = true
         _ = transferd_multi_setopt_socket_cb(UnsafeMutableRawPointer(multi), nil)
         _ = transferd_multi_setopt_timer_cb(UnsafeMutableRawPointer(multi), nil)
     }
@@ -58,12 +61,14 @@ package final class CurlSocketEvents: @unchecked Sendable {
     }
 
     /// Never calls curl from inside curl: a zero timeout is scheduled for the next loop turn.
+    /// The timer holds this object, not a weak reference: the loop lets go of it when it fires,
+    /// is replaced, or the loop stops, and a weak reference's side table, once this object was
+    /// gone, was reported by LeakSanitizer as leaked.
     fileprivate func setTimer(_ timeoutMs: Int) {
         if let timer { loop.cancelTimer(timer) }
         timer = nil
         guard timeoutMs >= 0 else { return }
-        timer = loop.scheduleTimer(at: MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000) { [weak self] in
-            guard let self else { return }
+        timer = loop.scheduleTimer(at: MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000) { [self] in
             timer = nil
             ready(transferd_socket_bad(), flags: 0)
         }
@@ -71,6 +76,7 @@ package final class CurlSocketEvents: @unchecked Sendable {
 
     /// `fd` is ready for what `flags` say (`CURL_CSELECT_…`), or the timer expired (`transferd_socket_bad()`, 0).
     fileprivate func ready(_ fd: Int32, flags: Int32) {
+        guard !detached else { return }
         var running: Int32 = 0
         _ = curl_multi_socket_action(UnsafeMutableRawPointer(multi), fd, flags, &running)
         var remaining: Int32 = 0

@@ -122,7 +122,11 @@ import Testing
         let pair = try ReplicaPair()
         defer { pair.shutdown() }
         let call = try WireCall(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/cookies", fields: [Self.auth, ("X-Request-Id", "held")])
-        for _ in 0..<1000 where pair.received.withLock({ $0["held"] == nil }) { usleep(10_000) }
+        var tries = 0
+        while pair.received.withLock({ $0["held"] == nil }) && tries < 1000 {
+            usleep(10_000)
+            tries += 1
+        }
         #expect(pair.held.withLock { $0.count } == 1, "the holder has it")
         pair.forwarder.shutdown()
         let response = try call.response()
@@ -143,6 +147,11 @@ import Testing
         let polled = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/tasks/t1?wait=4", fields: [Self.auth])
         #expect(polled.status == 200)
         #expect(polled.text == "waited 4.0")
+        // Whatever the wait says, it is the holder's to refuse.
+        for wait in ["nan", "-inf", "1e400", "x"] {
+            let odd = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/tasks/t1?wait=\(wait)", fields: [Self.auth])
+            #expect(odd.text == "waited 0.0", "wait=\(wait)")
+        }
     }
 
     @Test func aLargeFileIsRelayedWholeWithItsLength() throws {

@@ -90,7 +90,13 @@ final class ReplicaPair: @unchecked Sendable {
     func shutdown() {
         replica.shutdown()
         forwarder.shutdown()
-        for responder in held.withLock({ $0 }) { responder.respond(.text("released")) }
+        // Taken out, not only answered: a responder holds its connection, which holds the
+        // server whose routes hold this list.
+        let release = held.withLock { list in
+            defer { list = [] }
+            return list
+        }
+        for responder in release { responder.respond(.text("released")) }
         holder.shutdown()
         engine.shutdown()
         coordinator.shutdown()
@@ -130,7 +136,7 @@ final class ReplicaPair: @unchecked Sendable {
         // A long poll: answered once the wait it asked for is over.
         table.add("GET", "/v1/sessions/{identifier}/tasks/{task}") { request, responder in
             record(request)
-            let wait = request.query("wait").flatMap(Double.init) ?? 0
+            let wait = request.query("wait").flatMap(Double.init).flatMap { $0.isFinite ? $0 : nil } ?? 0
             DispatchQueue.global().asyncAfter(deadline: .now() + wait) { responder.respond(.text("waited \(wait)")) }
         }
         table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/file") { request, responder in
