@@ -1,5 +1,3 @@
-import Dispatch
-import JSON
 import Postgres
 import TransferEngine
 import TransferModel
@@ -86,8 +84,7 @@ package final class PostgresTransferStore: TransferStore {
     }
 
     package func loadUnfinishedTasks() throws -> [TaskRecord] {
-        let rows = try pool.withConnection(TaskStatements.unfinishedRows)
-        return rows.compactMap { row in (try? JSONParser.parse(row.document)).flatMap { TaskRecord(stored: $0, columns: row.columns) } }
+        StoredTaskRows.decode(try pool.withConnection(TaskStatements.unfinishedRows))
     }
 
     package func loadTask(session: String, id: String) throws -> TaskRecord? {
