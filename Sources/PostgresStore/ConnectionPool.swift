@@ -6,14 +6,14 @@ import Reactor
 /// idle, and returned after. A connection that broke is dropped instead of returned, so the next
 /// caller connects afresh — that is how reads recover when the server comes back.
 final class ConnectionPool: @unchecked Sendable {
-    private let url: String
+    private let connector: Connector
     private let idle = Locked<[PostgresConnection]>([])
     /// Idle connections kept beyond this are closed: a burst of reads must not hold the server's
     /// connections for ever.
     private let keep: Int
 
-    init(url: String, keep: Int = 8) {
-        self.url = url
+    init(connector: Connector, keep: Int = 8) {
+        self.connector = connector
         self.keep = keep
     }
 
@@ -21,12 +21,12 @@ final class ConnectionPool: @unchecked Sendable {
     /// meanwhile) runs again once on a new one: a read changes nothing, so running it twice is
     /// safe; a lease statement run twice claims, renews or releases again, which is what was asked.
     func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        guard let db = idle.withLock({ $0.popLast() }) else { return try run(on: PostgresConnection(url: url), body) }
+        guard let db = idle.withLock({ $0.popLast() }) else { return try run(on: connector.connect(), body) }
         do {
             return try run(on: db, body)
         } catch let error as PostgresError where error.isConnectionBroken {
             idle.withLock { $0.removeAll() }  // they are as stale as this one
-            return try run(on: PostgresConnection(url: url), body)
+            return try run(on: connector.connect(), body)
         }
     }
 

@@ -19,7 +19,7 @@ enum EventStatements {
             """, [PostgresText.array(events.map { Optional($0.session) }), PostgresText.array(events.map { Optional($0.seq) }),
                   PostgresText.array(events.map { Optional($0.id) }), PostgresText.array(events.map { Optional($0.type.rawValue) }),
                   PostgresText.array(events.map(\.task)), PostgresText.array(events.map { Optional($0.at.milliseconds) }),
-                  PostgresText.array(events.map { Optional(String(decoding: $0.data, as: UTF8.self)) })])
+                  PostgresText.array(utf8: events.map(\.data))])
     }
 
     static func events(_ session: String, after seq: Int64, limit: Int, _ db: PostgresConnection) throws -> [Event] {

@@ -1,5 +1,3 @@
-import Dispatch
-import JSON
 import Postgres
 import TransferEngine
 import TransferModel
@@ -23,16 +21,18 @@ package final class PostgresTransferStore: TransferStore {
     /// Connects, and migrates the schema (once across replicas: under an advisory lock). Fails
     /// when the database cannot be reached now; after that, the store reconnects by itself.
     /// `owner`: this replica's id in cluster mode, whose leases fence every batch (`LeaseFence`);
-    /// a lease a batch takes lasts `leaseSeconds`. `observeCommit` is told how long each group
-    /// commit took, in nanoseconds (for the metrics).
-    package init(url: String, owner: String? = nil, leaseSeconds: Double = 15,
+    /// a lease a batch takes lasts `leaseSeconds`. A statement waits at most `lockTimeoutSeconds`
+    /// for a lock (`Connector`). `observeCommit` is told how long each group commit took, in
+    /// nanoseconds (for the metrics).
+    package init(url: String, owner: String? = nil, leaseSeconds: Double = 15, lockTimeoutSeconds: Double = 10,
                  observeCommit: @escaping @Sendable (UInt64) -> Void = { _ in }) throws
     {
+        let connector = Connector(url: url, lockTimeoutSeconds: lockTimeoutSeconds)
         fence = owner.map { LeaseFence(owner: $0, ttlSeconds: leaseSeconds) }
-        let connection = try PostgresConnection(url: url)
-        try PostgresSchema.migrate(connection)
-        writer = PostgresWriter(url: url, connection: connection, observeCommit: observeCommit)
-        pool = ConnectionPool(url: url)
+        // Migrating waits as long as another replica migrates: on a connection without the lock timeout.
+        try PostgresSchema.migrate(PostgresConnection(url: url))
+        writer = PostgresWriter(connector: connector, connection: try connector.connect(), observeCommit: observeCommit)
+        pool = ConnectionPool(connector: connector)
     }
 
     package func close() { writer.close() }
@@ -86,8 +86,7 @@ package final class PostgresTransferStore: TransferStore {
     }
 
     package func loadUnfinishedTasks() throws -> [TaskRecord] {
-        let rows = try pool.withConnection(TaskStatements.unfinishedRows)
-        return rows.compactMap { row in (try? JSONParser.parse(row.document)).flatMap { TaskRecord(stored: $0, columns: row.columns) } }
+        StoredTaskRows.decode(try pool.withConnection(TaskStatements.unfinishedRows))
     }
 
     package func loadTask(session: String, id: String) throws -> TaskRecord? {

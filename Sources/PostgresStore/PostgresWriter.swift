@@ -18,7 +18,7 @@ final class PostgresWriter: @unchecked Sendable {
         let completion: Completion
     }
 
-    private let url: String
+    private let connector: Connector
     /// Only the writer thread touches it.
     private var connection: PostgresConnection?
     private var thread: GroupingThread<Pending>!
@@ -26,8 +26,8 @@ final class PostgresWriter: @unchecked Sendable {
     /// Told how long each group's transaction took, `BEGIN` to `COMMIT`, in nanoseconds.
     private let observeCommit: @Sendable (UInt64) -> Void
 
-    init(url: String, connection: PostgresConnection, observeCommit: @escaping @Sendable (UInt64) -> Void) {
-        self.url = url
+    init(connector: Connector, connection: PostgresConnection, observeCommit: @escaping @Sendable (UInt64) -> Void) {
+        self.connector = connector
         self.connection = connection
         self.observeCommit = observeCommit
         thread = GroupingThread(name: "pg-writer", maxGroup: 4096) { self.commit($0) }
@@ -94,7 +94,7 @@ final class PostgresWriter: @unchecked Sendable {
     private func connected() throws -> PostgresConnection {
         if let connection, !connection.isBroken { return connection }
         connection = nil
-        let fresh = try PostgresConnection(url: url)
+        let fresh = try connector.connect()
         connection = fresh
         return fresh
     }

@@ -43,7 +43,7 @@ enum TaskStatements {
                   PostgresText.array(tasks.map { Optional($0.sequence) }), PostgresText.array(tasks.map { Optional($0.kind.rawValue) }),
                   PostgresText.array(tasks.map { Optional($0.state.rawValue) }), PostgresText.array(tasks.map(\.idempotencyKey)),
                   PostgresText.array(tasks.map { $0.completedAt?.milliseconds }),
-                  PostgresText.array(documents.map { Optional(String(decoding: $0, as: UTF8.self)) })])
+                  PostgresText.array(utf8: documents)])
         guard rows.count < tasks.count else { return }
         let inserted = Set((0..<rows.count).map { rows.text($0, 0)! })
         for task in tasks where !inserted.contains(task.id) {

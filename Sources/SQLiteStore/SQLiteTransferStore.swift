@@ -1,5 +1,3 @@
-import Dispatch
-import JSON
 import Store
 import TransferEngine
 import TransferModel
@@ -69,23 +67,7 @@ package final class SQLiteTransferStore: TransferStore {
         try reader.read { try TaskSQL.sessionSummaries(sessions, $0) }
     }
 
-    /// Decoding the documents is most of a start-up with many unfinished tasks (tens of thousands
-    /// scheduled for later), so it is spread over the cores; the reading is not.
-    package func loadUnfinishedTasks() throws -> [TaskRecord] {
-        let rows = try reader.read(TaskSQL.unfinishedRows)
-        var decoded = [TaskRecord?](repeating: nil, count: rows.count)
-        // A few more pieces than cores; concurrentPerform runs them on as many threads as there are.
-        let workers = max(1, min(16, rows.count / 512))
-        decoded.withUnsafeMutableBufferPointer { buffer in
-            nonisolated(unsafe) let slots = buffer  // each worker writes only its own indexes
-            DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                for i in stride(from: worker, to: rows.count, by: workers) {
-                    slots[i] = (try? JSONParser.parse(rows[i].document)).flatMap { TaskRecord(stored: $0, columns: rows[i].columns) }
-                }
-            }
-        }
-        return decoded.compactMap { $0 }
-    }
+    package func loadUnfinishedTasks() throws -> [TaskRecord] { StoredTaskRows.decode(try reader.read(TaskSQL.unfinishedRows)) }
 
     package func loadTask(session: String, id: String) throws -> TaskRecord? {
         try reader.read { try TaskSQL.loadTask(session: session, id: id, $0) }

@@ -79,6 +79,24 @@ final class PostgresStoreTests: PostgresTestCase {
         }
     }
 
+    /// A batch waiting for a row another session holds locked fails after the lock timeout instead
+    /// of stalling the writer, and the next batch commits.
+    func testABatchBlockedByALockFailsInsteadOfHanging() throws {
+        try TestPostgres.withSchema { url in
+            let store = try PostgresTransferStore(url: url, lockTimeoutSeconds: 0.2)
+            defer { store.close() }
+            try store.apply([.upsertSession(F.session()), F.insert(F.task("a", sequence: 1))])
+            let other = try PostgresConnection(url: url)
+            try other.execute("BEGIN; SELECT 1 FROM tasks WHERE id = 'a' FOR UPDATE")
+            XCTAssertThrowsError(try store.apply([.updateState(session: "s1", id: "a", state: .running, phase: .waiting)])) { error in
+                XCTAssertEqual((error as? PostgresError)?.sqlState, "55P03", "\(error)")
+            }
+            try other.execute("ROLLBACK")
+            try store.apply([.updateState(session: "s1", id: "a", state: .running, phase: .waiting)])
+            XCTAssertEqual(try store.loadTask(session: "s1", id: "a")?.state, .running)
+        }
+    }
+
     /// Not a benchmark: one figure for the record, printed.
     func testAThousandTaskBatchCommitsInOneGo() throws {
         try TestPostgres.withSchema { url in
