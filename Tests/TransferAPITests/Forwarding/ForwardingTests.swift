@@ -87,15 +87,29 @@ import Testing
         #expect(pair.received.withLock { $0.isEmpty })
     }
 
-    @Test func sessionsHeldHereTheEventLogAndRefusalsStayHere() throws {
+    @Test func sessionsHeldHereAndRefusalsStayHere() throws {
         let pair = try ReplicaPair()
         defer { pair.shutdown() }
         #expect(try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-a1", fields: [Self.auth]).status == 404)
-        #expect(try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/events?wait=0", fields: [Self.auth]).status == 404)
         #expect(try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1").status == 401, "the gate decides first")
         #expect(try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions", fields: [Self.auth]).status == 200)
         #expect(pair.forwarder.forwardedCount == 0)
         #expect(pair.received.withLock { $0.isEmpty })
+    }
+
+    /// A durable session's journal is in the shared store: read where the request arrives. An
+    /// ephemeral session's is only in its holder's memory: forwarded there.
+    @Test func aDurableSessionsJournalIsReadHereAnEphemeralOnesAtItsHolder() throws {
+        let pair = try ReplicaPair()
+        defer { pair.shutdown() }
+        try pair.storeSession("s-b1", mode: "background")
+        try pair.storeSession("s-b2", mode: "ephemeral")
+        let durable = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1/events?wait=0", fields: [Self.auth])
+        #expect(durable.status == 200)
+        #expect(durable.text.contains(#""events":[]"#), "\(durable.text)")
+        #expect(pair.forwarder.forwardedCount == 0)
+        _ = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b2/events?wait=0", fields: [Self.auth])
+        #expect(pair.forwarder.forwardedCount == 1, "the ephemeral session's journal is read at its holder")
     }
 
     @Test func aHolderThatCannotBeReachedAsksForARetry() throws {

@@ -40,6 +40,8 @@ final class ReplicaPair: @unchecked Sendable {
     let forwarder: ReplicaForwarder
     private let engine: TransferEngine
     private let coordinator: TaskCoordinator
+    /// The store A shares with B, as replicas share PostgreSQL.
+    private let sharedStore = InMemoryTransferStore()
     private let directory: String
     /// The length of B's task body: more than a replica buffers for a client that does not read.
     static let bodyLength = 48 * 1024 * 1024
@@ -72,10 +74,12 @@ final class ReplicaPair: @unchecked Sendable {
         engine = TransferEngine(loopCount: 1, policy: NetworkPolicy(parsing: "default")!)
         let layout = DataLayout(root: directory)
         let roots = try AllowedRoots(paths: [directory])
-        coordinator = TaskCoordinator(store: InMemoryTransferStore(), blobs: nil, engine: engine, layout: layout, allowedRoots: roots,
+        coordinator = TaskCoordinator(store: sharedStore, blobs: nil, engine: engine, layout: layout, allowedRoots: roots,
                                       limits: TaskCoordinator.Limits(), resumeKey: try ResumeKey.load(directory: layout.root),
                                       logger: logger)
         try coordinator.recover()
+        // As in cluster mode: the store is the replicas' shared one (sessions B holds are there).
+        coordinator.sharesStore = true
         let gate = AccessGate(directory: PrincipalDirectory(apiTokens: [Self.token], authFile: nil, roots: roots),
                               blobOwner: { _ in nil }, audit: logger)
         let forwarder = ReplicaForwarder(advertisedAddress: "127.0.0.1:7001", limits: limits)
@@ -85,6 +89,19 @@ final class ReplicaPair: @unchecked Sendable {
                                version: "test", startedAt: Timestamp.now(), maxBlobBytes: 1 << 20, sseHeartbeat: 15,
                                forwarding: SessionForwarding(placement: placement, forwarder: forwarder))
         replica = try HTTPServer(configuration: Self.configuration(), router: Router { routes.register(in: &$0) }, logger: logger)
+    }
+
+    /// A session as B would have stored it in the shared store (A does not hold it).
+    func storeSession(_ identifier: String, mode: String) throws {
+        let done = ThreadSignal()
+        let result = Locked<Result<CommitReport, Error>?>(nil)
+        sharedStore.commit([.upsertSession(StoredSession(identifier: identifier, mode: mode, configuration: "{}", lifecycle: "active",
+                                                         createdAt: Timestamp.now().milliseconds))]) { outcome in
+            result.withLock { $0 = outcome }
+            done.post()
+        }
+        done.wait()
+        _ = try result.withLock { $0 }!.get()
     }
 
     func shutdown() {
