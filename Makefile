@@ -58,7 +58,7 @@ tsan: deps
 ## make deploy-check: lint and validate Dockerfile and deploy/, and start the binary as the image would.
 deploy-check: build
 	@scripts/install-deps.sh test
-	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration/test_deploy_files.py Tests/integration/test_container_start.py
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration/test_deploy_files.py Tests/integration/test_deploy_cluster_files.py Tests/integration/test_container_start.py
 
 ## make crash: the crash harness's long form (ROUNDS rounds of kill -9 under load; `make test`
 ## runs a short one). SEED= repeats a run.
