@@ -6,7 +6,7 @@ SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 CTL      := .build/release/transferctl
 
-.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash bench fuzz client clean
+.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash bench bench-cluster fuzz client clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -72,6 +72,13 @@ crash: build
 BENCHES ?= http downloads uploads webhooks restart memory small hostile
 bench: build
 	@for b in $(BENCHES); do echo "== bench/$$b.sh"; bench/$$b.sh || exit 1; done
+
+## make bench-cluster: cluster mode's bars (bench/cluster.sh): three replicas on a throwaway
+## PostgreSQL — batch submission across them, a task GET on each against nginx, and how soon a
+## replica killed with kill -9 has its transfers continue on another. Not in BENCHES: it needs a
+## transferd with --database.
+bench-cluster: build
+	bench/cluster.sh
 
 ## make fuzz: build the libFuzzer targets (Sources/Fuzz*) and run each for SECONDS seconds from
 ## its seed corpus, printing each one's execution count; fails on a crash (Tests/fuzz/README.md).

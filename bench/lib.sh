@@ -19,6 +19,7 @@ install_tools() {  # package...
     cmd=$pkg
     [ "$pkg" = aria2 ] && cmd=aria2c
     [ "$pkg" = binutils ] && cmd=objcopy
+    [ "$pkg" = postgresql ] && cmd=pg_ctlcluster
     command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
   done
   [ ${#need[@]} -eq 0 ] && return
@@ -84,12 +85,16 @@ transferd_credentials=()
 start_transferd() {  # [flag...]: with a fresh token and data directory; sets api, token, auth
   token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
   auth="Authorization: Bearer $token"
-  local port credentials=(--api-token "$token")
+  launch_transferd "$(free_port)" "$work/transferd.log" "$@"
+}
+
+launch_transferd() {  # port log [flag...]: on 127.0.0.1:port with $token and $work/data; sets transferd_pid, api
+  local port=$1 log=$2 credentials=(--api-token "$token")
+  shift 2
   [ ${#transferd_credentials[@]} -eq 0 ] || credentials=("${transferd_credentials[@]}")
-  port=$(free_port)
   # The database lives on /tmp (disk): a 201 means an fsync'ed store.
   "${transferd_prefix[@]}" "$BINARY" --listen "127.0.0.1:$port" --data-dir "$work/data" "${credentials[@]}" \
-    --log-level "${TRANSFERD_LOG_LEVEL:-warning}" "$@" 2>"$work/transferd.log" &
+    --log-level "${TRANSFERD_LOG_LEVEL:-warning}" "$@" 2>"$log" &
   transferd_pid=$!
   api="http://127.0.0.1:$port"
   wait_for "$api/readyz"
