@@ -97,6 +97,23 @@ def test_the_shipped_database_secret_starts_nothing():
     assert urlsplit(secret_value(environment(CONTAINER)["TRANSFERD_DATABASE"])).password is None
 
 
+def test_every_secret_reference_names_a_shipped_secret_and_key():
+    references = []
+    for workload in (DEPLOYMENT, POSTGRES):
+        pod = workload["spec"]["template"]["spec"]
+        for container in pod["containers"]:
+            references += [v["valueFrom"]["secretKeyRef"] for v in container.get("env", [])
+                           if "secretKeyRef" in v.get("valueFrom", {})]
+        for volume in pod.get("volumes", []):
+            if "secret" in volume:
+                keys = [item["key"] for item in volume["secret"].get("items", [])]
+                secret = RESOURCES[f"Secret/{volume['secret']['secretName']}"]
+                assert set(keys) <= set(secret["stringData"]), volume
+    assert len(references) >= 2, references
+    for reference in references:
+        assert reference["key"] in RESOURCES[f"Secret/{reference['name']}"]["stringData"], reference
+
+
 def test_postgresql_is_hardened_and_stops_fast():
     assert POSTGRES["spec"]["replicas"] == 1
     assert_hardened(POSTGRES_POD, POSTGRES_CONTAINER, 999, 999)
