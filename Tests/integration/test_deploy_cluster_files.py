@@ -61,7 +61,7 @@ def test_replicas_set_the_cluster_variables():
     # The advertised address is the pod's IP, from the downward API, and the API port; Kubernetes
     # expands $(POD_IP) only when POD_IP is defined earlier in the list.
     names = [variable["name"] for variable in CONTAINER["env"]]
-    match = re.fullmatch(r"\$\((\w+)\):(\d+)", env["TRANSFERD_ADVERTISE_ADDRESS"]["value"])
+    match = re.fullmatch(r"\[?\$\((\w+)\)\]?:(\d+)", env["TRANSFERD_ADVERTISE_ADDRESS"]["value"])
     assert match and int(match.group(2)) == PORT, env["TRANSFERD_ADVERTISE_ADDRESS"]
     pod_ip = env[match.group(1)]
     assert pod_ip["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
