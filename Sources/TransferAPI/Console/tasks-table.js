@@ -127,8 +127,11 @@ class TaskRow {
 
   showProgress(progress) {
     const done = fraction(progress);
-    if (done === null) {
-      this.bar.removeAttribute("value"); // indeterminate: the total is not known
+    if (done === null && this.task.state === "running") {
+      this.bar.removeAttribute("value"); // indeterminate: moving, towards a total not known
+      this.percent.textContent = "";
+    } else if (done === null) {
+      this.bar.value = 0;
       this.percent.textContent = "";
     } else {
       this.bar.value = done;
