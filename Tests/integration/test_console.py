@@ -249,6 +249,26 @@ def test_the_fragment_holds_the_view_and_back_returns(browser, transferd):
 
 
 
+def test_the_event_stream_reconnects_after_a_restart_without_losing_or_repeating_events(browser, transferd):
+    sid = create_session(transferd, unique("com.example.restart"), mode="background")
+    before = create_task(transferd, sid, {**data("http://127.0.0.1:9/a"), "start": False})
+    browser.open(transferd, transferd.token, f"#/sessions/{sid}/events")
+    browser.wait_for(lambda d: "connected" in d.find_element(By.CLASS_NAME, "connection").text)
+    live = create_task(transferd, sid, {**data("http://127.0.0.1:9/b"), "start": False})
+    browser.wait_for(lambda d: live["id"] in d.find_element(By.TAG_NAME, "tbody").text)
+    transferd.restart()
+    # Committed while the page waits to reconnect (a second at least): it reaches the page only
+    # through the replay that Last-Event-ID asks for.
+    missed = create_task(transferd, sid, {**data("http://127.0.0.1:9/c"), "start": False})
+    browser.wait_for(lambda d: missed["id"] in d.find_element(By.TAG_NAME, "tbody").text, message="missed event not shown")
+    browser.wait_for(lambda d: "connected" in d.find_element(By.CLASS_NAME, "connection").text)
+    rows = [cells(r) for r in browser.driver.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    seqs = [row[0] for row in rows]
+    assert len(seqs) == len(set(seqs)), f"an event shown twice: {rows}"
+    assert [row[3] for row in rows if row[2] == "task.created"] == [missed["id"], live["id"], before["id"]]
+    no_errors(browser, "Failed to load resource", "ERR_")
+
+
 def test_ten_thousand_tasks_draw_one_page(browser, transferd):
     sid = create_session(transferd, unique("com.example.bulk"))
     create_batch(transferd, sid, [{**data(f"http://127.0.0.1:9/{i}"), "id": f"t{i:05}", "start": False}
