@@ -234,6 +234,8 @@ def test_the_fragment_holds_the_view_and_back_returns(browser, transferd):
     Select(browser.driver.find_element(By.ID, "state-filter")).select_by_value("running")
     browser.wait_for(lambda d: d.execute_script("return location.hash") == f"#/sessions/{sid}?state=running")
     browser.wait_for(lambda d: "No tasks here." in d.find_element(By.ID, "view").text)
+    # The filter, drawn anew for the new view, keeps the keyboard focus.
+    assert browser.driver.switch_to.active_element.get_attribute("id") == "state-filter"
     browser.driver.find_element(By.LINK_TEXT, "Event log").click()
     browser.wait_for(lambda d: d.find_elements(By.XPATH, "//table//th[text()='task.created']"))
     assert browser.driver.execute_script("return location.hash") == f"#/sessions/{sid}/events"

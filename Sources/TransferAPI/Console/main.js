@@ -19,6 +19,7 @@ const breadcrumbs = document.getElementById("breadcrumbs");
 let principal = null;
 let chart = null;
 let stopView = () => {};
+let refocusId = null;
 
 /** What every view is given: who is signed in, what they may do, and how to tell them things. */
 const context = {
@@ -35,18 +36,31 @@ const context = {
     replace(problem, h("strong", {}, title), detail ? h("span", {}, ` ${detail}`) : null);
     problem.hidden = false;
   },
+  /** A view drew `element`: it takes the focus if it is the control that had it before. */
+  offerFocus(element) {
+    if (refocusId !== null && element.id === refocusId) {
+      refocusId = null;
+      element.focus();
+    }
+  },
   clearProblem() {
     problem.hidden = true;
     problem.replaceChildren();
   },
 };
 
-function render() {
+function render({ moveFocus = true } = {}) {
+  const focusedId = document.activeElement && document.activeElement.id;
   stopView();
   context.clearProblem();
   const route = parse(location.hash);
   drawBreadcrumbs(route);
   stopView = route.view === "session" ? showSession(view, route, context) : showSessions(view, route, context);
+  if (!moveFocus) return;
+  // The focus goes to the new content, not back to the top of the page; the control that changed
+  // the view (the state filter) gets it back once the new view draws it (`offerFocus`).
+  refocusId = focusedId || null;
+  document.getElementById("main").focus({ preventScroll: true });
 }
 
 function drawBreadcrumbs(route) {
@@ -74,7 +88,7 @@ function signedIn(who) {
   principalBox.hidden = false;
   chart = new ThroughputChart(context);
   context.announce(`Signed in as ${who.name} (${who.role})`);
-  render();
+  render({ moveFocus: false });
 }
 
 whenUnauthorized((error) => {

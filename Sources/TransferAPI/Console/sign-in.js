@@ -9,7 +9,7 @@ export function signIn(container, message = "") {
   return new Promise((resolve) => {
     const input = h("input", {
       id: "token", name: "token", type: "password", autocomplete: "off", spellcheck: "false",
-      required: true, "aria-describedby": "token-help",
+      "aria-describedby": "token-help",
     });
     const error = h("p", { id: "token-error", class: "error", role: "alert" }, message);
     const form = h("form", { class: "sign-in", "aria-labelledby": "sign-in-title" },
@@ -17,7 +17,8 @@ export function signIn(container, message = "") {
       h("label", { for: "token" }, "Token"),
       input,
       h("p", { id: "token-help", class: "muted" },
-        "The bearer token of a transferd principal. It stays in this browser tab only."),
+        "The bearer token of a transferd principal (empty for a transferd without tokens). "
+        + "It stays in this browser tab only."),
       error,
       h("button", { type: "submit" }, "Sign in"));
     form.addEventListener("submit", async (event) => {

@@ -26,7 +26,9 @@ export function showTasks(panel, route, context, session) {
   let created = 0;
   const notice = h("p", { class: "notice", hidden: true });
   const body = h("div", {}, h("p", { class: "muted" }, "Loading tasks…"));
-  panel.append(stateFilter(route), notice, body);
+  const filter = stateFilter(route);
+  panel.append(filter, notice, body);
+  context.offerFocus(filter.querySelector("select"));
 
   async function readTask(id) {
     try {
