@@ -63,11 +63,15 @@ def main(out: Path) -> None:
 
         browser.sign_in(token)
         browser.wait_for(lambda d: d.find_elements(By.XPATH, f"//table//a[text()='{MEDIA}']"))
-        time.sleep(12)  # a dozen samples for the throughput chart
+        # A dozen samples for the throughput chart, with one more download joining half-way.
+        time.sleep(6)
+        create_task(td, MEDIA, {**download(origin.url("/bytes/50000000?rate=700000&seed=late")), "id": "camera-0414.mov"})
+        time.sleep(8)
         browser.screenshot(str(out / "console-sessions.png"))
 
         driver.find_element(By.LINK_TEXT, MEDIA).click()
         browser.wait_for(lambda d: browser.row("task", "camera-0412.mov"))
+        driver.execute_script("window.scrollTo(0, 0)")
         time.sleep(4)  # progress from the event stream
         browser.screenshot(str(out / "console-tasks.png"))
 

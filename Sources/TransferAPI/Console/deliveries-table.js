@@ -47,8 +47,8 @@ export function showDeliveries(panel, route, context, session) {
           h("td", { class: "num" }, attempt.seq),
           h("td", { class: "num" }, attempt.attempt),
           h("td", {}, h("time", { datetime: attempt.at }, time(attempt.at))),
-          h("td", { class: "num", "data-ok": attempt.status >= 200 && attempt.status < 300 }, attempt.status ?? "–"),
-          h("td", {}, attempt.error ?? ""),
+          h("td", { class: "num", "data-outcome": outcome(attempt) }, attempt.status ?? "–"),
+          h("td", { "data-outcome": outcome(attempt) }, attempt.error ?? ""),
           h("td", {}, attempt.next_attempt_at ? time(attempt.next_attempt_at) : "–"),
           context.canChange ? h("td", {}, h("button", {
             type: "button", "aria-describedby": id, onclick: () => redeliver(attempt),
@@ -71,4 +71,10 @@ export function showDeliveries(panel, route, context, session) {
       controller.abort();
     },
   };
+}
+
+/** "delivered", "failed", or null while the attempt has no answer yet. */
+function outcome(attempt) {
+  if (attempt.status !== null && attempt.status >= 200 && attempt.status < 300) return "delivered";
+  return attempt.error || attempt.status !== null ? "failed" : null;
 }

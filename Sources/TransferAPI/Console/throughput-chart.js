@@ -65,7 +65,7 @@ export class ThroughputChart {
       grid,
       svg("polyline", { class: "down", points: line("down") }),
       svg("polyline", { class: "up", points: line("up") }));
-    this.axis.replaceChildren(h("span", {}, `${ago(span)} ago`), h("span", {}, "now"));
+    this.axis.replaceChildren(h("span", {}, `${ago(span)} ago`), h("span", {}, `top ${rate(peak * 1.2)}`), h("span", {}, "now"));
     const last = this.samples[this.samples.length - 1];
     this.summary.textContent = `Now ${rate(last.down)} down, ${rate(last.up)} up; peak ${rate(peak)}.`;
   }
