@@ -305,6 +305,9 @@ def test_every_control_has_a_name_and_the_page_has_landmarks(browser, transferd,
             break
         driver.switch_to.active_element.send_keys("\t")
     assert driver.switch_to.active_element == suspend
+    # The keyboard's place is visible.
+    outline = driver.execute_script("const s = getComputedStyle(arguments[0]); return [s.outlineStyle, s.outlineWidth]", suspend)
+    assert outline == ["solid", "3px"]
     suspend.send_keys("\n")
     browser.wait_for(lambda d: "suspended" in d.find_element(By.ID, "status").text)
     no_errors(browser)
