@@ -6,7 +6,7 @@ SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 CTL      := .build/release/transferctl
 
-.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash bench bench-cluster fuzz client clean
+.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash bench bench-cluster fuzz client screenshots clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -40,6 +40,12 @@ unit: deps
 integration: build
 	@scripts/install-deps.sh test
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) TRANSFERCTL_BINARY=$(abspath $(CTL)) python3 -m pytest -q Tests/integration
+
+## make screenshots: the web console's main views as docs/console-*.png, taken in Debian's headless
+## Chromium by the harness test_console.py uses, against a transferd with a few live sessions.
+screenshots: build
+	@scripts/install-deps.sh test
+	cd Tests/integration && TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 console_screenshots.py $(abspath docs)
 
 ## make sanitize: `swift test` under AddressSanitizer (with LeakSanitizer), then under
 ## ThreadSanitizer, each built in its own scratch path (.build-asan, .build-tsan); fails on a
