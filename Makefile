@@ -6,7 +6,7 @@ SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 CTL      := .build/release/transferctl
 
-.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash crash-cluster bench fuzz client clean
+.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash crash-cluster bench bench-cluster fuzz client screenshots clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -43,6 +43,12 @@ integration: build
 	@scripts/install-deps.sh test
 	TRANSFERD_BINARY=$(abspath $(RELEASE)) TRANSFERCTL_BINARY=$(abspath $(CTL)) python3 -m pytest -q Tests/integration
 
+## make screenshots: the web console's main views as docs/console-*.png, taken in Debian's headless
+## Chromium by the harness test_console.py uses, against a transferd with a few live sessions.
+screenshots: build
+	@scripts/install-deps.sh test
+	cd Tests/integration && TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 console_screenshots.py $(abspath docs)
+
 ## make sanitize: `swift test` under AddressSanitizer (with LeakSanitizer), then under
 ## ThreadSanitizer, each built in its own scratch path (.build-asan, .build-tsan); fails on a
 ## failing test or on any report. Suppressions, each with its reason: Tests/sanitizers/.
@@ -60,7 +66,7 @@ tsan: deps
 ## make deploy-check: lint and validate Dockerfile and deploy/, and start the binary as the image would.
 deploy-check: build
 	@scripts/install-deps.sh test
-	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration/test_deploy_files.py Tests/integration/test_container_start.py
+	TRANSFERD_BINARY=$(abspath $(RELEASE)) python3 -m pytest -q Tests/integration/test_deploy_files.py Tests/integration/test_deploy_cluster_files.py Tests/integration/test_container_start.py
 
 ## make crash: the crash harness's long form (ROUNDS rounds of kill -9 under load; `make test`
 ## runs a short one). SEED= repeats a run.
@@ -81,6 +87,13 @@ crash-cluster: build
 BENCHES ?= http downloads uploads webhooks restart memory small hostile
 bench: build
 	@for b in $(BENCHES); do echo "== bench/$$b.sh"; bench/$$b.sh || exit 1; done
+
+## make bench-cluster: cluster mode's bars (bench/cluster.sh): three replicas on a throwaway
+## PostgreSQL — batch submission across them, a task GET on each against nginx, and how soon a
+## replica killed with kill -9 has its transfers continue on another. Not in BENCHES: it needs a
+## transferd with --database.
+bench-cluster: build
+	bench/cluster.sh
 
 ## make fuzz: build the libFuzzer targets (Sources/Fuzz*) and run each for SECONDS seconds from
 ## its seed corpus, printing each one's execution count; fails on a crash (Tests/fuzz/README.md).

@@ -103,12 +103,13 @@ let package = Package(
         ]),
 
         // The REST API: routes, principals and what each may see and do (tenants), request reading,
-        // problem documents. The only module that knows HTTP status codes.
+        // problem documents. The only module that knows HTTP status codes. It also serves the web
+        // console, whose files (Console/) are compiled into the binary (docs/CONSOLE.md).
         .target(name: "TransferAPI", dependencies: [
             "Digests", "HTTPServer", "JSON", "Lifecycles", "Reactor", "ReplicaForwarding", "TransferCore", "TransferEngine", "TransferModel",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
-        ]),
+        ], resources: [.embedInCode("Console")]),
 
         // The service as a whole: configuration, start-up and shutdown, logging and metrics.
         .target(name: "TransferService", dependencies: [

@@ -15,7 +15,9 @@ Subcommands (every one prints its measurement on stdout, diagnostics on stderr, 
   upload       create a session and one upload task (PUT, from a blob or a file), wait until it is
                completed, print the elapsed seconds; then verify status and bytes sent.
   submit-batch create suspended tasks through `tasks:batch` from several connections; print
-               "tasks/s tasks seconds" and check that the session stores exactly that many.
+               "tasks/s tasks seconds" and check that the session stores exactly that many. With
+               --api given once per replica (cluster mode), each replica gets its own session and
+               connections, and the rate is of all of them together.
   count        print a session's total number of tasks.
   replay       send the same GET, or the same POST of suspended tasks (one, or a tasks:batch), a
                number of times one after another on one connection (bench/instructions.sh).
@@ -243,20 +245,23 @@ def cmd_upload(args):
 
 
 def cmd_submit_batch(args):
-    """tasks:batch from `concurrency` keep-alive connections until `total` tasks are stored."""
-    seed = API(args.api, args.token)
-    put_session(seed, args.session, None)
-    before = seed.json("GET", f"/v1/sessions/{args.session}")["tasks"]["total"]
+    """tasks:batch from `concurrency` keep-alive connections to each API until `total` tasks are
+    stored; with several APIs, in session `<session>.<n>` created through the n-th."""
+    sessions = [args.session] if len(args.api) == 1 else [f"{args.session}.{n}" for n in range(1, len(args.api) + 1)]
+    seeds = [API(base, args.token) for base in args.api]
+    for seed, session in zip(seeds, sessions):
+        put_session(seed, session, None)
+    before = [seed.json("GET", f"/v1/sessions/{session}")["tasks"]["total"] for seed, session in zip(seeds, sessions)]
     # Suspended tasks ("start": false) pointing at a tiny file: stored, never transferred.
     task = {"kind": "download", "start": False, "request": {"url": args.url}}
     batches = [args.batch] * (args.total // args.batch)
     if args.total % args.batch:
         batches.append(args.total % args.batch)
     bodies = {n: json.dumps({"tasks": [task] * n}).encode() for n in set(batches)}
-    lock, errors, stored = threading.Lock(), [], [0]
+    lock, errors, stored = threading.Lock(), [], dict.fromkeys(sessions, 0)
     deadline = time.monotonic() + args.max_seconds
 
-    def worker(api):
+    def worker(api, session):
         while True:
             with lock:
                 # Past the deadline no new batch starts (a slow service must not stall the bench);
@@ -265,7 +270,7 @@ def cmd_submit_batch(args):
                     return
                 n = batches.pop()
             try:
-                api.conn.request("POST", f"/v1/sessions/{args.session}/tasks:batch",
+                api.conn.request("POST", f"/v1/sessions/{session}/tasks:batch",
                                  body=bodies[n], headers=api.headers)
                 response = api.conn.getresponse()
                 data = response.read()
@@ -275,14 +280,14 @@ def cmd_submit_batch(args):
                 if got != n:
                     raise RuntimeError(f"tasks:batch of {n} answered {got} tasks")
                 with lock:
-                    stored[0] += n
+                    stored[session] += n
             except Exception as e:  # noqa: BLE001 - reported below
                 with lock:
                     errors.append(str(e))
                 return
 
-    apis = [API(args.api, args.token) for _ in range(args.concurrency)]
-    threads = [threading.Thread(target=worker, args=(a,)) for a in apis]
+    threads = [threading.Thread(target=worker, args=(API(base, args.token), session))
+               for _ in range(args.concurrency) for base, session in zip(args.api, sessions)]
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -291,13 +296,15 @@ def cmd_submit_batch(args):
     elapsed = time.perf_counter() - start
     if errors:
         fail(errors[0])
-    if stored[0] < args.total:
-        print(f"drive.py: note: stopped at the {args.max_seconds:.0f} s limit after {stored[0]:,} of "
+    total = sum(stored.values())
+    if total < args.total:
+        print(f"drive.py: note: stopped at the {args.max_seconds:.0f} s limit after {total:,} of "
               f"{args.total:,} tasks ({elapsed:.1f} s)", file=sys.stderr)
-    after = seed.json("GET", f"/v1/sessions/{args.session}")["tasks"]["total"]
-    if after - before != stored[0]:
-        fail(f"session {args.session} stores {after - before} new tasks, expected {stored[0]}")
-    print(f"{stored[0] / elapsed:.1f} {stored[0]} {elapsed:.3f}")
+    for seed, session, earlier in zip(seeds, sessions, before):
+        after = seed.json("GET", f"/v1/sessions/{session}")["tasks"]["total"]
+        if after - earlier != stored[session]:
+            fail(f"session {session} stores {after - earlier} new tasks, expected {stored[session]}")
+    print(f"{total / elapsed:.1f} {total} {elapsed:.3f}")
 
 
 def cmd_replay(args):
@@ -429,7 +436,7 @@ def main():
     u.set_defaults(func=cmd_upload)
 
     s = sub.add_parser("submit-batch")
-    s.add_argument("--api", required=True)
+    s.add_argument("--api", required=True, action="append", help="once per replica in cluster mode")
     s.add_argument("--token", required=True)
     s.add_argument("--session", required=True)
     s.add_argument("--url", required=True, help="what the (suspended) tasks would download")

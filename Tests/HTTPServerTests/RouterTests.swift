@@ -56,6 +56,21 @@ struct RouterTests {
         guard case .notFound = router.match(method: "GET", path: "/v1/sessions/") else { Issue.record("empty parameter must not match"); return }
     }
 
+    @Test func trailingSlashIsARouteOfItsOwn() {
+        let router = Router { t in
+            t.add("GET", "/ui/") { _, _ in }
+            t.add("GET", "/ui/{asset}") { _, _ in }
+        }
+        guard case .found(let route, _) = router.match(method: "GET", path: "/ui/") else { Issue.record("no match for /ui/"); return }
+        #expect(route.pattern == "/ui/")
+        guard case .found(let asset, let params) = router.match(method: "GET", path: "/ui/main.js") else {
+            Issue.record("no match for an asset"); return
+        }
+        #expect(asset.pattern == "/ui/{asset}")
+        #expect(params["asset"] == "main.js")
+        guard case .notFound = router.match(method: "GET", path: "/ui") else { Issue.record("/ui is not /ui/"); return }
+    }
+
     @Test func wrongMethodIs405WithAllowedMethods() {
         guard case .methodNotAllowed(let allowed) = router.match(method: "POST", path: "/v1/sessions/x") else {
             Issue.record("expected 405"); return

@@ -220,6 +220,10 @@ def test_entrypoint_starts_ready_as_pid_1_under_the_image_user_with_only_the_dat
     # The token came from the file the image names; /v1 needs it.
     assert container.request("GET", "/v1")[0] == 401
     assert container.request("GET", "/v1", token=TOKEN)[0] == 200
+    # The web console is compiled into the binary: the image, which copies the binary alone, serves it.
+    status, page = container.request("GET", "/ui/")
+    assert status == 200 and '<script type="module" src="main.js">' in page, page[:200]
+    assert container.request("GET", "/ui/main.js")[0] == 200
     # Durable writes land in the data directory (the root file system is read-only).
     assert container.request("PUT", "/v1/sessions/com.example.container", token=TOKEN,
                              body=b'{"mode": "background"}')[0] == 201

@@ -18,11 +18,13 @@ import pytest
 import yaml
 
 from support.dockerfile import final_stage
+from support.manifests import assert_transferd_container, data_mount, kubernetes_resources, pod_container, selects
 from support.transferd import REPO_ROOT, binary_path
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 DEPLOY = REPO_ROOT / "deploy"
-MANIFESTS = sorted((DEPLOY / "kubernetes").glob("*.yaml"))
+# The single-node shape and cluster mode's (test_deploy_cluster_files.py checks the latter's parts).
+KUBERNETES_SHAPES = (DEPLOY / "kubernetes", DEPLOY / "kubernetes-cluster")
 COMPOSE = DEPLOY / "docker-compose.yml"
 UNIT = DEPLOY / "systemd" / "transferd.service"
 # The oldest Kubernetes the manifests are meant for (deploy/README.md); the newest schema that
@@ -49,20 +51,13 @@ def listen_port(listen: str) -> int:
     return int(listen.rsplit(":", 1)[1])
 
 
-def kubernetes_resources() -> dict[str, dict]:
-    """Every resource in deploy/kubernetes, by "Kind/name"."""
-    resources = {}
-    for path in MANIFESTS:
-        for document in yaml.safe_load_all(path.read_text()):
-            if document:
-                resources[f"{document['kind']}/{document['metadata']['name']}"] = document
-    return resources
+def single_node_resources() -> dict[str, dict]:
+    return kubernetes_resources(DEPLOY / "kubernetes")
 
 
 def statefulset_container() -> tuple[dict, dict]:
     """(pod spec, transferd container) of the StatefulSet."""
-    pod = kubernetes_resources()["StatefulSet/transferd"]["spec"]["template"]["spec"]
-    return pod, next(c for c in pod["containers"] if c["name"] == "transferd")
+    return pod_container(single_node_resources()["StatefulSet/transferd"], "transferd")
 
 
 def unit_settings() -> dict[str, list[str]]:
@@ -88,15 +83,19 @@ def test_dockerfile_passes_hadolint():
 
 
 @pytest.mark.parametrize("version", [OLDEST_KUBERNETES, "newest"])
-def test_kubernetes_manifests_validate_strictly(version):
-    assert MANIFESTS, "no manifests in deploy/kubernetes"
+@pytest.mark.parametrize("shape", KUBERNETES_SHAPES, ids=lambda shape: shape.name)
+def test_kubernetes_manifests_validate_strictly(shape, version):
+    manifests = sorted(shape.glob("*.yaml"))
+    assert manifests, f"no manifests in {shape}"
     if version == "newest":
         from kubernetes_validate.utils import latest_version
         version = latest_version()
     result = run(tool("kubernetes-validate"), "--strict", "--kubernetes-version", version,
-                 *map(str, MANIFESTS))
+                 *map(str, manifests))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "passed" in result.stdout + result.stderr
+    # One "passed" line per resource: a document kubernetes-validate skipped would not count.
+    documents = sum(1 for path in manifests for d in yaml.safe_load_all(path.read_text()) if d)
+    assert (result.stdout + result.stderr).count(" passed ") == documents, result.stdout + result.stderr
 
 
 def test_compose_file_is_valid():
@@ -217,52 +216,30 @@ def test_every_transferd_variable_set_anywhere_is_one_the_binary_reads():
 
 
 def test_statefulset_matches_the_image():
-    resources = kubernetes_resources()
-    statefulset = resources["StatefulSet/transferd"]["spec"]
-    assert statefulset["replicas"] == 1, "SQLite: one writer per data directory"
+    resources = single_node_resources()
+    statefulset = resources["StatefulSet/transferd"]
+    assert statefulset["spec"]["replicas"] == 1, "SQLite: one writer per data directory"
     pod, container = statefulset_container()
-    port = listen_port(IMAGE.env["TRANSFERD_LISTEN"])
-    assert [p["containerPort"] for p in container["ports"]] == [port]
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert {"requests", "limits"} <= set(container["resources"])
+    assert_transferd_container(resources, pod, container, IMAGE)
+    claims = {c["metadata"]["name"] for c in statefulset["spec"]["volumeClaimTemplates"]}
+    assert data_mount(container, IMAGE)["name"] in claims
 
-    security = {**pod["securityContext"], **container["securityContext"]}
-    assert security["runAsNonRoot"] and security["readOnlyRootFilesystem"]
-    assert security["allowPrivilegeEscalation"] is False
-    assert (security["runAsUser"], security["runAsGroup"]) == (IMAGE.uid, IMAGE.gid)
-    assert pod["securityContext"]["fsGroup"] == IMAGE.gid, "the data volume must be writable by the image's user"
-
-    mounts = {m["name"]: m for m in container["volumeMounts"]}
-    claims = {c["metadata"]["name"] for c in statefulset["volumeClaimTemplates"]}
-    writable = [m["mountPath"] for m in mounts.values() if not m.get("readOnly")]
-    assert writable == [IMAGE.env["TRANSFERD_DATA_DIR"]], "only the data directory is writable"
-    data_mount = next(m for m in mounts.values() if m["mountPath"] == IMAGE.env["TRANSFERD_DATA_DIR"])
-    assert data_mount["name"] in claims
-
-    token_dir, token_name = IMAGE.env["TRANSFERD_API_TOKEN_FILE"].rsplit("/", 1)
-    volumes = {v["name"]: v for v in pod["volumes"]}
-    token_mount = next(m for m in mounts.values() if m["mountPath"] == token_dir)
-    secret_name = volumes[token_mount["name"]]["secret"]["secretName"]
-    assert token_name in resources[f"Secret/{secret_name}"]["stringData"]
-
+    labels = statefulset["spec"]["template"]["metadata"]["labels"]
     for name in ("Service/transferd", "Service/transferd-headless"):
         service = resources[name]["spec"]
-        assert service["selector"].items() <= pod_labels(resources).items()
+        assert selects(service["selector"], labels)
         assert [p["targetPort"] for p in service["ports"]] == [container["ports"][0]["name"]]
-    assert statefulset["serviceName"] == "transferd-headless"
+    assert statefulset["spec"]["serviceName"] == "transferd-headless"
     policy = resources["NetworkPolicy/transferd"]["spec"]
-    assert policy["podSelector"]["matchLabels"].items() <= pod_labels(resources).items()
+    assert selects(policy["podSelector"]["matchLabels"], labels)
+    port = listen_port(IMAGE.env["TRANSFERD_LISTEN"])
     assert [p["port"] for rule in policy["ingress"] for p in rule["ports"]] == [port]
 
 
-def pod_labels(resources: dict[str, dict]) -> dict[str, str]:
-    return resources["StatefulSet/transferd"]["spec"]["template"]["metadata"]["labels"]
-
-
-def test_the_shipped_secret_holds_no_usable_token():
+@pytest.mark.parametrize("shape", KUBERNETES_SHAPES, ids=lambda shape: shape.name)
+def test_the_shipped_secret_holds_no_usable_token(shape):
     """Applied as is, the example Secret must stop transferd rather than set a guessable token."""
-    secret = kubernetes_resources()["Secret/transferd-api-token"]
+    secret = kubernetes_resources(shape)["Secret/transferd-api-token"]
     for text in secret["stringData"].values():
         lines = [line.strip() for line in text.splitlines()]
         assert all(not line or line.startswith("#") for line in lines), text

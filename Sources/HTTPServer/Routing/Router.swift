@@ -191,7 +191,10 @@ public struct RouteTable {
     public mutating func add(_ method: String, _ pattern: String, guard guardCheck: RequestGuard? = nil,
                              _ action: RouteAction)
     {
-        let segments: [Router.Segment] = pattern.split(separator: "/").map { part in
+        // The parts between slashes as a path's are cut (`Router.segmentRanges`): a trailing slash
+        // makes an empty last segment, so `/ui/` is a route of its own, distinct from `/ui`.
+        let parts = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst(pattern.hasPrefix("/") ? 1 : 0)
+        let segments: [Router.Segment] = parts.map { part in
             if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
             return .literal(Array(part.utf8))
         }

@@ -97,6 +97,7 @@ public final class Service: Sendable {
                 coordinator.collectMetrics()
             })
                 .register(in: &table)
+            ConsoleRoutes().register(in: &table)
             APIRoutes(coordinator: coordinator, gate: gate, rates: rates, version: Service.version,
                       startedAt: startedAt, maxBlobBytes: configuration.maxBlobBytes,
                       sseHeartbeat: configuration.sseHeartbeat, forwarding: forwarding).register(in: &table)
