@@ -36,6 +36,10 @@ import HTTPTypes
 /// - Every response carries `X-Request-Id`: the client's own (a token of at most 128 unreserved
 ///   characters) or a generated one; the same id is on the request's log line.
 /// - `HEAD` is answered wherever `GET` is.
+/// - In cluster mode (several replicas on one PostgreSQL, `--database`) every replica answers
+///   every call: a session's requests are served by the replica holding it, to which the others
+///   forward them. When that replica cannot be reached the answer is 503 `replica_unavailable`
+///   with `Retry-After`; the session moves to a live replica and a retry succeeds.
 /// - Request bodies are JSON objects. A member given as `null` counts as absent (where a member
 ///   is required, `null` is refused); a member the operation does not know is 422
 ///   `unknown_field` — typos are errors, not silent defaults. A problem lists every member at

@@ -331,6 +331,7 @@ extension Components {
             case unknownParameter = "unknown_parameter"
             case idempotencyKeyReused = "idempotency_key_reused"
             case storeUnavailable = "store_unavailable"
+            case replicaUnavailable = "replica_unavailable"
             case blobInUse = "blob_in_use"
             case blobNotFound = "blob_not_found"
             case taskNotFound = "task_not_found"
