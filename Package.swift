@@ -67,7 +67,7 @@ let package = Package(
 
         // Forwarding a request to the replica that holds its session (cluster mode) and relaying
         // the answer: one curl multi on a loop of its own, connections to each replica kept alive.
-        .target(name: "ReplicaForwarding", dependencies: ["CCurl", "HTTPServer", "Reactor", "TransferEngine"]),
+        .target(name: "ReplicaForwarding", dependencies: ["CCurl", "Digests", "HTTPServer", "Reactor", "TransferEngine"]),
 
         // Sessions, tasks, events, configuration and resume data as values, with their encoding
         // and the validation of client input. Knows no HTTP status, socket, store or thread.

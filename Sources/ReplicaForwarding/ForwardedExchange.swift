@@ -58,7 +58,7 @@ final class ForwardedExchange: @unchecked Sendable {
         // The holder refuses a wait out of its range (`nan` included) itself; here it only
         // lengthens the silence allowed, within a bound.
         wait = request.query("wait").flatMap(Double.init).flatMap { $0.isFinite ? min(max($0, 0), 3600) : nil } ?? 0
-        headerLines = RelayedHeaders.requestLines(request, from: forwarder.advertisedAddress)
+        headerLines = RelayedHeaders.requestLines(request, from: forwarder.advertisedAddress, proof: forwarder.proof)
         self.responder = responder
         self.forwarder = forwarder
         limits = forwarder.limits

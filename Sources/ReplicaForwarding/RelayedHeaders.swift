@@ -28,7 +28,7 @@ enum RelayedHeaders {
     /// The request's header lines for curl, the forwarder's own included. A field curl would add
     /// by itself and the client did not send is listed empty (`Name:`), which tells curl to leave
     /// it out, so the holder sees what the client sent.
-    static func requestLines(_ request: HTTPRequest, from sender: String) -> [String] {
+    static func requestLines(_ request: HTTPRequest, from sender: String, proof: ForwardingProof) -> [String] {
         let dropped = hopByHop.union(connectionOptions(request.headers)).union(rewrittenInRequest)
         var lines: [String] = []
         lines.reserveCapacity(request.headers.count + 5)
@@ -37,7 +37,7 @@ enum RelayedHeaders {
             lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
         }
         lines.append("X-Request-Id: \(request.id)")
-        lines.append("\(ReplicaForwarder.forwardedHeader): \(sender)")
+        lines.append("\(ReplicaForwarder.forwardedHeader): \(proof.value(for: request, from: sender))")
         lines.append("Expect:")
         if !request.headers.contains("accept") { lines.append("Accept:") }
         if !request.headers.contains("content-type") { lines.append("Content-Type:") }

@@ -13,9 +13,10 @@ import TransferEngine
 /// wait. curl keeps the connections to each replica alive and reuses them, at most
 /// `connectionsPerReplica` at a time; requests beyond that wait in curl for a free one.
 package final class ReplicaForwarder: @unchecked Sendable {
-    /// Marks a forwarded request, with the sending replica's address as its value. A replica
-    /// serves such a request itself whatever its placement says: the lease may have moved while
-    /// the request travelled, and forwarding it on could send it round in a loop.
+    /// Marks a forwarded request, with the sending replica's address and a proof that a replica
+    /// sent it (`ForwardingProof`) as its value. A replica serves such a request itself whatever
+    /// its placement says: the lease may have moved while the request travelled, and forwarding
+    /// it on could send it round in a loop.
     package static let forwardedHeader = "Transferd-Forwarded"
 
     package struct Limits: Sendable {
@@ -38,6 +39,8 @@ package final class ReplicaForwarder: @unchecked Sendable {
 
     /// This replica's own address, as the others reach it: sent in `forwardedHeader`.
     package let advertisedAddress: String
+    /// Signs what this replica forwards and checks what it receives.
+    package let proof: ForwardingProof
     let limits: Limits
     let loop: EventLoop
     private let multi: OpaquePointer
@@ -52,8 +55,9 @@ package final class ReplicaForwarder: @unchecked Sendable {
 
     /// Starts the forwarder's thread. The process must have called `curl_global_init` (the
     /// transfer engine's `globalInit`) before.
-    package init(advertisedAddress: String, limits: Limits = Limits()) {
+    package init(advertisedAddress: String, proof: ForwardingProof, limits: Limits = Limits()) {
         self.advertisedAddress = advertisedAddress
+        self.proof = proof
         self.limits = limits
         loop = EventLoop(name: "forward")
         multi = OpaquePointer(curl_multi_init()!)

@@ -32,7 +32,7 @@ package struct SessionForwarding: Sendable {
     /// the placement sends to this replica's own address.
     func holder(of request: HTTPRequest) -> String? {
         guard let session = request.parameters["identifier"], case .replica(let address) = placement.place(session),
-              address != forwarder.advertisedAddress, !request.headers.contains(ReplicaForwarder.forwardedHeader)
+              address != forwarder.advertisedAddress, !forwarder.proof.verifies(request)
         else { return nil }
         return address
     }

@@ -20,6 +20,7 @@ from support.api import (assert_success, create_session, create_task, download, 
                          task_path, tasks_path, unique, wait_for, wait_progress, wait_task)
 from support.cluster import Cluster, PostgresServer
 from support.origin import Origin, expected_sha256
+from support.tenants import Principal, write_auth_file
 
 MiB = 1 << 20
 
@@ -171,3 +172,23 @@ def test_a_graceful_stop_hands_sessions_over_at_once(cluster, postgres, origin):
              message="another replica to take the session over")
     task = create_task(b, sid, download(origin.url(f"/bytes/{1024}?seed=stop")))
     assert_success(wait_task(c, sid, task["id"]))
+
+
+def test_a_principals_request_rate_is_shared_by_the_replicas_and_spent_once_per_request(postgres, tmp_path):
+    """Three replicas each grant a third of the rate and burst; a forwarded request is counted by
+    the replica it reached only (its proof tells the holder), so the holder's share is intact."""
+    paced = Principal("paced", "admin", limits={"requests_per_second": 0.3, "burst": 3})
+    auth = write_auth_file(tmp_path / "auth.json", [paced])
+    with Cluster(postgres.database(), replicas=3, extra_args=("--auth-file", str(auth))) as cluster:
+        a, b, c = (r.as_caller(paced.token) for r in cluster.replicas)
+        admin = cluster.replicas[0]
+        wait_for(lambda: len(postgres.psql(cluster.database_url, "SELECT id FROM replicas").split()) == 3,
+                 message="three replicas heard from")
+        sid = create_session(admin, mode="background")  # held by the first replica; the admin token is unpaced
+        time.sleep(1.5)  # every replica has counted the others by now
+        forwarded = b.get(session_path(sid))
+        assert forwarded.status_code == 200, forwarded.text
+        direct = a.get(session_path(sid))
+        assert direct.status_code == 200, "the holder spent its share on a request another replica had counted"
+        again = a.get(session_path(sid))
+        assert again.status_code == 429, "a third of a burst of three is one request"

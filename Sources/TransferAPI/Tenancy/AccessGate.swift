@@ -1,5 +1,6 @@
 import HTTPServer
 import Logging
+import ReplicaForwarding
 import TransferModel
 
 /// Stands in front of every `/v1` handler: finds the principal from the bearer token (RFC 6750),
@@ -11,11 +12,17 @@ package struct AccessGate: Sendable {
     /// A client blob's owner: nil when there is no such blob.
     let blobOwner: @Sendable (String) -> String??
     let audit: Logger
+    /// Cluster mode: recognises requests another replica forwarded, whose request budget that
+    /// replica spent already.
+    let forwarded: ForwardingProof?
 
-    package init(directory: PrincipalDirectory, blobOwner: @escaping @Sendable (String) -> String??, audit: Logger) {
+    package init(directory: PrincipalDirectory, blobOwner: @escaping @Sendable (String) -> String??, audit: Logger,
+                 forwarded: ForwardingProof? = nil)
+    {
         self.directory = directory
         self.blobOwner = blobOwner
         self.audit = audit
+        self.forwarded = forwarded
     }
 
     /// The guard of a route naming `resource`; nil: a `/v1` path no route matches (authenticated,
@@ -33,7 +40,7 @@ package struct AccessGate: Sendable {
         var headers = HTTPHeaders()
         var refusal: Refusal?
         var retryAfter: Int?
-        if let rate = principal.requestRate {
+        if let rate = principal.requestRate, forwarded?.verifies(request) != true {
             let decision = rate.take()
             headers.add("RateLimit-Policy", rate.policyField)
             headers.add("RateLimit", RequestBucket.stateField(decision))

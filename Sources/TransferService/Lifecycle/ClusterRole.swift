@@ -16,13 +16,13 @@ struct ClusterRole {
     let notifications: EventNotifications
 
     init(settings: ClusterSettings, replica: String, url: String, store: PostgresTransferStore, coordinator: TaskCoordinator,
-         principals: PrincipalDirectory, logger: Logger)
+         principals: PrincipalDirectory, secret: [UInt8], logger: Logger)
     {
         coordinator.sharesStore = true
         membership = ClusterMembership(replica: replica, address: settings.advertiseAddress, leasing: store, coordinator: coordinator,
                                        leaseTimeout: settings.leaseTimeout, logger: logger,
                                        replicasAlive: { [share = principals.share] in share.set(replicas: $0) })
-        forwarder = ReplicaForwarder(advertisedAddress: settings.advertiseAddress)
+        forwarder = ReplicaForwarder(advertisedAddress: settings.advertiseAddress, proof: ForwardingProof(secret: secret))
         forwarding = SessionForwarding(placement: ClusterPlacement(membership: membership, leasing: store, coordinator: coordinator,
                                                                    leaseTimeout: settings.leaseTimeout),
                                        forwarder: forwarder)

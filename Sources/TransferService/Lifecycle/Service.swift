@@ -64,17 +64,19 @@ public final class Service: Sendable {
                                       observeCommit: { serviceMetrics.commitTook(nanoseconds: $0) })
         engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
                                 maxBytesPerSecond: configuration.maxBytesPerSecond, bandwidthGroups: principals)
+        // Shared by a cluster's replicas (one data directory): it also keys their forwarding proofs.
+        let resumeKey = try ResumeKey.load(directory: layout.root)
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
                                       engine: engine, layout: layout, allowedRoots: roots,
                                       limits: TaskCoordinator.Limits(maxDataBodyBytes: configuration.maxDataBodyBytes,
                                                                      webhookSchedule: configuration.webhookSchedule,
                                                                      defaultDigests: configuration.defaultDigests),
-                                      resumeKey: try ResumeKey.load(directory: layout.root),
+                                      resumeKey: resumeKey,
                                       logger: logger, metrics: serviceMetrics)
         if let settings = configuration.cluster, let url = configuration.database, let shared = store as? PostgresTransferStore {
             // Sessions come into memory as their leases are taken, not all at start.
             cluster = ClusterRole(settings: settings, replica: replica, url: url, store: shared, coordinator: coordinator,
-                                  principals: principals, logger: logger)
+                                  principals: principals, secret: resumeKey, logger: logger)
         } else {
             cluster = nil
             try coordinator.recover()
@@ -88,7 +90,7 @@ public final class Service: Sendable {
         let readiness = readiness
         let coordinator = coordinator
         let gate = AccessGate(directory: principals, blobOwner: { id in (try? coordinator.blob(id)).map(\.principal) },
-                              audit: logger)
+                              audit: logger, forwarded: cluster?.forwarder.proof)
         let rates = TransferRates(engine: engine, clock: coordinator.clock)
         let forwarding = cluster?.forwarding
         let router = Router { table in

@@ -49,7 +49,8 @@ import Testing
             for (name, value) in fields + [Self.auth] where !["keep-alive"].contains(name.lowercased()) {
                 #expect(arrived.headers.values(name) == [value], "\(name) reaches the holder as sent")
             }
-            #expect(arrived.headers[ReplicaForwarder.forwardedHeader] == "127.0.0.1:7001")
+            #expect(arrived.headers[ReplicaForwarder.forwardedHeader]?.hasPrefix("127.0.0.1:7001; proof=") == true)
+            #expect(pair.forwarder.proof.verifies(arrived), "signed for this request")
             #expect(arrived.headers["host"] == pair.holderAddress)
             for dropped in ["keep-alive", "connection", "expect", "accept"] {
                 #expect(arrived.headers[dropped] == nil, "\(dropped) is not relayed, nor added")
@@ -80,11 +81,27 @@ import Testing
     @Test func aForwardedRequestIsServedWhereItArrives() throws {
         let pair = try ReplicaPair()
         defer { pair.shutdown() }
+        let proof = pair.forwarder.proof.value(method: "GET", target: "/v1/sessions/s-b1", requestID: "from-a-replica", from: "10.1.1.1:8080")
         let response = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1",
-                                         fields: [Self.auth, (ReplicaForwarder.forwardedHeader, "10.1.1.1:8080")])
+                                         fields: [Self.auth, ("X-Request-Id", "from-a-replica"), (ReplicaForwarder.forwardedHeader, proof)])
         #expect(response.status == 404, "A's own answer: it has no such session")
         #expect(pair.forwarder.forwardedCount == 0)
         #expect(pair.received.withLock { $0.isEmpty })
+    }
+
+    /// A client cannot pass for a replica: a field without a proof, or with one made for another
+    /// request or under another secret, is not trusted and the request goes to the holder.
+    @Test func aForwardedFieldWithoutAValidProofIsNotTrusted() throws {
+        let pair = try ReplicaPair()
+        defer { pair.shutdown() }
+        let otherTarget = pair.forwarder.proof.value(method: "GET", target: "/v1/sessions/s-b9", requestID: "forged", from: "x:1")
+        let otherSecret = ForwardingProof(secret: Array("guess".utf8))
+            .value(method: "GET", target: "/v1/sessions/s-b1", requestID: "forged", from: "x:1")
+        for forged in ["10.1.1.1:8080", "10.1.1.1:8080; proof=00", otherTarget, otherSecret] {
+            _ = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1",
+                                  fields: [Self.auth, ("X-Request-Id", "forged"), (ReplicaForwarder.forwardedHeader, forged)])
+        }
+        #expect(pair.forwarder.forwardedCount == 4)
     }
 
     @Test func sessionsHeldHereAndRefusalsStayHere() throws {

@@ -26,6 +26,8 @@ struct TablePlacement: SessionPlacement {
 /// gets and answers with what it got, and serves a file the way task files are served.
 final class ReplicaPair: @unchecked Sendable {
     static let token = "forwarding-test-token"
+    /// What the replicas of the test share, as a cluster's share their resume key.
+    static let secret = Array("the replicas' shared secret".utf8)
     /// The bytes of B's file: big enough to be relayed rather than collected.
     static let file = (0..<(6 * 1024 * 1024 + 123)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
     /// As the service does at start: curl initialised once, and a write to a closed socket an
@@ -82,7 +84,7 @@ final class ReplicaPair: @unchecked Sendable {
         coordinator.sharesStore = true
         let gate = AccessGate(directory: PrincipalDirectory(apiTokens: [Self.token], authFile: nil, roots: roots),
                               blobOwner: { _ in nil }, audit: logger)
-        let forwarder = ReplicaForwarder(advertisedAddress: "127.0.0.1:7001", limits: limits)
+        let forwarder = ReplicaForwarder(advertisedAddress: "127.0.0.1:7001", proof: ForwardingProof(secret: Self.secret), limits: limits)
         self.forwarder = forwarder
         let placement = TablePlacement(holders: ["s-b": "127.0.0.1:\(holder.boundAddress.port)"].merging(holders) { $1 })
         let routes = APIRoutes(coordinator: coordinator, gate: gate, rates: TransferRates(engine: engine, clock: coordinator.clock),
