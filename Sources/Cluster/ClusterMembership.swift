@@ -93,7 +93,8 @@ package final class ClusterMembership: @unchecked Sendable {
         do {
             replicasAlive(try leasing.heartbeat(replica: replica, address: address, ttlSeconds: keeper.withLock { $0.ttl }))
             let held = try leasing.renewLeases(owner: replica, ttlSeconds: keeper.withLock { $0.ttl })
-            perform(keeper.withLock { $0.handle(.renewed(sentAt: sentAt, before: before, held: held)) })
+            let after = Set(coordinator.heldSessions)
+            perform(keeper.withLock { $0.handle(.renewed(sentAt: sentAt, before: before, held: held, after: after)) })
             if holdsLeases {
                 let claimed = try leasing.claimSessions(owner: replica, ttlSeconds: keeper.withLock { $0.ttl },
                                                         limit: ClusterMembership.claimBatch)

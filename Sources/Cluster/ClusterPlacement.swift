@@ -8,9 +8,11 @@ import TransferStore
 /// its lease has not been claimed yet), here after claiming it on the spot, so the request finds
 /// the session with its tasks rather than waiting for the next claiming round.
 ///
-/// Looking the holder up costs the store a round trip, so answers are kept for a moment: a lease
-/// moves only when its holder dies or leaves, and a request sent to a former holder is refused
-/// there (it no longer holds the session) and retried.
+/// Memory answers for the sessions held here and the holders looked up in the last second
+/// (`knownPlace`, on the server's threads); the rest are looked up in the store off those
+/// threads (`lookUp`). Answers are kept for a moment because a lease moves only when its holder
+/// dies or leaves, and a request that reaches a former holder is served there as a request for a
+/// session it does not hold (its own look-up sends it on, or it claims the session).
 package final class ClusterPlacement: SessionPlacement, @unchecked Sendable {
     private let membership: ClusterMembership
     private let leasing: any SessionLeasing
@@ -29,13 +31,17 @@ package final class ClusterPlacement: SessionPlacement, @unchecked Sendable {
         self.leaseTimeout = leaseTimeout
     }
 
-    package func place(_ session: String) -> SessionPlace {
+    package func knownPlace(_ session: String) -> SessionPlace? {
         if coordinator.holds(session) { return .here }
-        let now = MonotonicClock.now()
-        if let known = remembered.withLock({ $0[session] }), known.until > now { return .replica(address: known.address) }
+        guard let known = remembered.withLock({ $0[session] }), known.until > MonotonicClock.now() else { return nil }
+        return .replica(address: known.address)
+    }
+
+    package func lookUp(_ session: String) -> SessionPlace {
+        if coordinator.holds(session) { return .here }
         do {
             if let holder = try leasing.leaseHolder(session: session), holder.owner != membership.replica {
-                remember(session, at: holder.address, now: now)
+                remember(session, at: holder.address, now: MonotonicClock.now())
                 return .replica(address: holder.address)
             }
             // Held by nobody alive, or by this replica whose claiming round has not brought it in yet.

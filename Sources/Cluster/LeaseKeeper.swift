@@ -13,6 +13,8 @@ package struct LeaseKeeper: Sendable, Equatable {
     package let margin: Double
     /// Monotonic seconds until which the last successful renewal lets this replica act.
     package private(set) var actsUntil: Double?
+    /// Sessions the last renewal found leased to this replica but not in its memory.
+    private var strays: Set<String> = []
 
     package init(ttl: Double, margin: Double) {
         precondition(margin < ttl, "the margin must leave some of the lease")
@@ -22,8 +24,9 @@ package struct LeaseKeeper: Sendable, Equatable {
 
     package enum Event: Sendable, Equatable {
         /// A renewal sent at `sentAt`, when this replica held `before` in memory, answered that it
-        /// still holds `held`. Sessions adopted or created after it was sent are not judged by it.
-        case renewed(sentAt: Double, before: Set<String>, held: Set<String>)
+        /// still holds `held`; `after` is what is in memory once it answered. Sessions adopted or
+        /// created after it was sent are not released by it.
+        case renewed(sentAt: Double, before: Set<String>, held: Set<String>, after: Set<String>)
         /// A renewal (or any look at the store) failed, or time passed: judged against the deadline.
         case checked(at: Double, holding: Set<String>)
         /// Sessions the store leased to this replica (a dead replica's, claimed).
@@ -39,10 +42,16 @@ package struct LeaseKeeper: Sendable, Equatable {
 
     package mutating func handle(_ event: Event) -> [Action] {
         switch event {
-        case .renewed(let sentAt, let before, let held):
+        case .renewed(let sentAt, let before, let held, let after):
             actsUntil = max(actsUntil ?? sentAt, sentAt + ttl - margin)
             let lost = before.subtracting(held).sorted()
-            return lost.isEmpty ? [] : [.release(lost)]
+            // Leased here but not in memory — let go when a renewal ran late, though the store
+            // kept the leases — is taken back once two renewals in a row find it so (a session
+            // being created is leased a moment before it is in memory).
+            let stray = held.subtracting(after)
+            let adopt = stray.intersection(strays).sorted()
+            strays = stray
+            return (lost.isEmpty ? [] : [.release(lost)]) + (adopt.isEmpty ? [] : [.adopt(adopt)])
         case .checked(let at, let holding):
             guard !holding.isEmpty, !mayAct(at: at) else { return [] }
             return [.release(holding.sorted())]

@@ -1,3 +1,4 @@
+import Dispatch
 import HTTPServer
 import ReplicaForwarding
 
@@ -8,10 +9,14 @@ package enum SessionPlace: Sendable, Equatable {
     case replica(address: String)
 }
 
-/// Which replica holds each session (its lease). Asked once per request to a session, on the
-/// server's threads: an answer from memory, never a wait.
+/// Which replica holds each session (its lease). `knownPlace` is asked on the server's threads
+/// for every request to a session, and answers from memory only; when memory cannot tell,
+/// `lookUp` asks the store, off those threads.
 package protocol SessionPlacement: Sendable {
-    func place(_ session: String) -> SessionPlace
+    /// Where `session` is served, if memory knows; nil when only the store can tell.
+    func knownPlace(_ session: String) -> SessionPlace?
+    /// Where `session` is served, as the store says (it may wait on the database).
+    func lookUp(_ session: String) -> SessionPlace
 }
 
 /// Requests to a session held by another replica go there, and its answer comes back: any
@@ -21,19 +26,52 @@ package protocol SessionPlacement: Sendable {
 package struct SessionForwarding: Sendable {
     let placement: any SessionPlacement
     let forwarder: ReplicaForwarder
+    /// Where requests wait for the store to say where their session is, and are then served or
+    /// forwarded: never on a server thread, which other connections share.
+    private let lookups = DispatchQueue(label: "transferd.placement", attributes: .concurrent)
 
     package init(placement: any SessionPlacement, forwarder: ReplicaForwarder) {
         self.placement = placement
         self.forwarder = forwarder
     }
 
-    /// The replica to send `request` to; nil to serve it here. A request another replica
-    /// forwarded is served here in any case (`ReplicaForwarder.forwardedHeader`), and so is one
-    /// the placement sends to this replica's own address.
-    func holder(of request: HTTPRequest) -> String? {
-        guard let session = request.parameters["identifier"], case .replica(let address) = placement.place(session),
-              address != forwarder.advertisedAddress, !forwarder.proof.verifies(request)
-        else { return nil }
-        return address
+    /// Serves `request` here (`here`) or forwards it to the replica holding its session. A request
+    /// another replica forwarded is served here in any case (its `Transferd-Forwarded` proof
+    /// verifies), and so is one the placement sends to this replica's own address. `servedHere`:
+    /// a route's own say (it may read the store, so it is asked off the server's threads) that
+    /// this replica answers the request although another holds the session.
+    func route(_ request: HTTPRequest, _ responder: Responder, servedHere: (@Sendable (HTTPRequest) -> Bool)?,
+               here: @escaping @Sendable () -> Void)
+    {
+        guard let session = request.parameters["identifier"] else { return here() }
+        let known = placement.knownPlace(session)
+        if forwarder.proof.verifies(request) { return arrived(request, responder, known: known, here: here) }
+        if known == .here { return here() }
+        if let known, servedHere == nil { return act(known, request, responder, here) }
+        lookups.async { [self] in
+            if servedHere?(request) == true { return here() }
+            act(known ?? placement.lookUp(session), request, responder, here)
+        }
+    }
+
+    /// Another replica sent `request` here as to the session's holder. It is never sent on (the
+    /// lease may be moving, and a request must not go round): served here when this replica holds
+    /// the session, or takes it now that no one does; otherwise refused for the client to retry
+    /// once the sender has learnt where the session went.
+    private func arrived(_ request: HTTPRequest, _ responder: Responder, known: SessionPlace?, here: @escaping @Sendable () -> Void) {
+        if known == .here { return here() }
+        lookups.async { [self] in
+            guard case .replica(let address) = placement.lookUp(request.parameters["identifier"] ?? ""),
+                  address != forwarder.advertisedAddress
+            else { return here() }
+            responder.respond(.problem(HTTPProblem(503, "replica_unavailable",
+                                                   "this session moved to another replica (\(address)) meanwhile; retry shortly"),
+                                       headers: HTTPHeaders([("Retry-After", "1")])))
+        }
+    }
+
+    private func act(_ place: SessionPlace, _ request: HTTPRequest, _ responder: Responder, _ here: @Sendable () -> Void) {
+        guard case .replica(let address) = place, address != forwarder.advertisedAddress else { return here() }
+        forwarder.forward(request, to: address, responder)
     }
 }

@@ -4,25 +4,25 @@ import XCTest
 final class LeaseKeeperTests: XCTestCase {
     func testARenewalReleasesWhatItNoLongerHolds() {
         var keeper = LeaseKeeper(ttl: 15, margin: 3)
-        XCTAssertEqual(keeper.handle(.renewed(sentAt: 100, before: ["a", "b", "c"], held: ["a", "c"])), [.release(["b"])])
+        XCTAssertEqual(keeper.handle(.renewed(sentAt: 100, before: ["a", "b", "c"], held: ["a", "c"], after: ["a", "c"])), [.release(["b"])])
         XCTAssertEqual(keeper.actsUntil, 112)
     }
 
     func testSessionsCreatedAfterTheRenewalWasSentAreNotJudgedByIt() {
         var keeper = LeaseKeeper(ttl: 15, margin: 3)
         // "new" came into memory after the renewal was sent: its lease is not in `held` yet.
-        XCTAssertEqual(keeper.handle(.renewed(sentAt: 100, before: ["a"], held: ["a"])), [])
+        XCTAssertEqual(keeper.handle(.renewed(sentAt: 100, before: ["a"], held: ["a"], after: ["a", "new"])), [])
     }
 
     func testFailuresWithinTheDeadlineKeepEverything() {
         var keeper = LeaseKeeper(ttl: 15, margin: 3)
-        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: []))
+        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: [], after: []))
         XCTAssertEqual(keeper.handle(.checked(at: 111.9, holding: ["a"])), [])
     }
 
     func testPastTheDeadlineEverythingIsReleasedBeforeAnotherReplicaMayClaimIt() {
         var keeper = LeaseKeeper(ttl: 15, margin: 3)
-        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: []))
+        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: [], after: []))
         XCTAssertEqual(keeper.handle(.checked(at: 112, holding: ["b", "a"])), [.release(["a", "b"])])
         XCTAssertFalse(keeper.mayAct(at: 112))
     }
@@ -36,9 +36,19 @@ final class LeaseKeeperTests: XCTestCase {
 
     func testAnOlderRenewalAnsweredLateNeverShortensTheDeadline() {
         var keeper = LeaseKeeper(ttl: 15, margin: 3)
-        _ = keeper.handle(.renewed(sentAt: 110, before: [], held: []))
-        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: []))
+        _ = keeper.handle(.renewed(sentAt: 110, before: [], held: [], after: []))
+        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: [], after: []))
         XCTAssertEqual(keeper.actsUntil, 122)
+    }
+
+    /// Leases the store kept for this replica while it let the sessions go (a renewal that ran
+    /// past the deadline) are taken back — after two renewals, not one: a session being created
+    /// is leased a moment before it is in memory.
+    func testLeasesHeldButNotInMemoryAreTakenBackOnTheSecondRenewal() {
+        var keeper = LeaseKeeper(ttl: 15, margin: 3)
+        XCTAssertEqual(keeper.handle(.renewed(sentAt: 100, before: [], held: ["a", "b"], after: [])), [])
+        XCTAssertEqual(keeper.handle(.renewed(sentAt: 101, before: [], held: ["a", "b", "c"], after: ["b"])), [.adopt(["a"])])
+        XCTAssertEqual(keeper.handle(.renewed(sentAt: 102, before: ["a", "b"], held: ["a", "b", "c"], after: ["a", "b", "c"])), [])
     }
 
     func testClaimedSessionsAreAdopted() {

@@ -6,6 +6,8 @@ The workload, and every check of the single-node harness (crash_harness.py), are
 go to a random live replica. What differs:
   - a killed replica's sessions are taken over by another once their leases expire, and its
     running transfers continue there from their partial files; it is started again next round;
+  - meanwhile a request for such a session answers 503 `replica_unavailable`, which the harness
+    retries after its Retry-After, as a client of a cluster must;
   - an ephemeral session survives a round when its holder did (a re-attach answers 200), and is
     gone with its holder otherwise (201);
   - the database is PostgreSQL's to keep consistent, so no SQLite integrity check runs.
@@ -19,6 +21,7 @@ go to a random live replica. What differs:
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +73,17 @@ class Replicas(_Verbs):
         self.harness.rng.choice(live).kill9()
 
     def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        """As a client of a cluster does: a 503 `replica_unavailable` (the session's holder was
+        just killed, its lease not yet taken over) is retried after its Retry-After."""
         assert self.cluster is not None
-        live = [r for r in self.cluster.replicas if r.running]
-        return self.harness.rng.choice(live).request(method, path, **kwargs)
+        deadline = time.monotonic() + self.cluster.lease_timeout * 4
+        while True:
+            live = [r for r in self.cluster.replicas if r.running]
+            response = self.harness.rng.choice(live).request(method, path, **kwargs)
+            moving = response.status_code == 503 and "replica_unavailable" in response.text
+            if not moving or time.monotonic() >= deadline:
+                return response
+            time.sleep(float(response.headers.get("Retry-After", "1")))
 
     def output(self) -> str:
         if self.cluster is None:

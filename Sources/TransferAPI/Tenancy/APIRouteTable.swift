@@ -32,12 +32,13 @@ struct APIRouteTable {
         let ledger = idempotent ? ledger : nil
         let forwarding = resource == .session || resource == .sessionCreation ? forwarding : nil
         table.add(method, pattern, guard: gate.check(resource)) { request, responder in
-            if let forwarding, servedHere?(request) != true, let holder = forwarding.holder(of: request) {
-                return forwarding.forwarder.forward(request, to: holder, responder)
+            let serve: @Sendable () -> Void = {
+                let principal = APIRouteTable.principal(of: request)
+                guard let ledger else { return handler(request, principal, responder) }
+                ledger.guarded(request, principal, responder) { handler(request, principal, responder) }
             }
-            let principal = APIRouteTable.principal(of: request)
-            guard let ledger else { return handler(request, principal, responder) }
-            ledger.guarded(request, principal, responder) { handler(request, principal, responder) }
+            guard let forwarding else { return serve() }
+            forwarding.route(request, responder, servedHere: servedHere, here: serve)
         }
     }
 

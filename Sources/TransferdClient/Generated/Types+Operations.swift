@@ -133,7 +133,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//healthz/get(getHealth)/responses/default`.
@@ -378,7 +380,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//readyz/get(getReadiness)/responses/default`.
@@ -576,7 +580,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//metrics/get(getMetrics)/responses/default`.
@@ -797,7 +803,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/get(getServiceInfo)/responses/default`.
@@ -1044,7 +1052,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/whoami/get(getWhoami)/responses/default`.
@@ -1345,7 +1355,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/get(listSessions)/responses/default`.
@@ -1714,7 +1726,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/get(getSession)/responses/default`.
@@ -2229,7 +2243,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/patch(patchSession)/responses/default`.
@@ -2800,7 +2816,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/put(putSession)/responses/default`.
@@ -3214,7 +3232,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/delete(deleteSession)/responses/default`.
@@ -3596,7 +3616,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/reset/post(resetSession)/responses/default`.
@@ -3985,7 +4007,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/cookies/get(listSessionCookies)/responses/default`.
@@ -4367,7 +4391,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/flush/post(flushSession)/responses/default`.
@@ -4727,7 +4753,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/get(listTasks)/responses/default`.
@@ -5249,7 +5277,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/post(createTask)/responses/default`.
@@ -5752,7 +5782,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks:batch/post(createTasks)/responses/default`.
@@ -6151,7 +6183,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/get(getTask)/responses/default`.
@@ -6636,7 +6670,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/patch(updateTask)/responses/default`.
@@ -7001,7 +7037,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/delete(deleteTask)/responses/default`.
@@ -7407,7 +7445,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/resume/post(resumeTask)/responses/default`.
@@ -7819,7 +7859,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/suspend/post(suspendTask)/responses/default`.
@@ -8300,7 +8342,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/cancel/post(cancelTask)/responses/default`.
@@ -8926,7 +8970,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/body/get(getTaskBody)/responses/default`.
@@ -9552,7 +9598,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/file/get(getTaskFile)/responses/default`.
@@ -10122,7 +10170,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/file/head(headTaskFile)/responses/default`.
@@ -10502,7 +10552,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/blobs/post(createBlob)/responses/default`.
@@ -10797,7 +10849,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/blobs/{blob}/get(getBlob)/responses/default`.
@@ -11139,7 +11193,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/blobs/{blob}/delete(deleteBlob)/responses/default`.
@@ -11541,7 +11597,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/events/get(listEvents)/responses/default`.
@@ -11983,7 +12041,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/events/ack/post(acknowledgeEvents)/responses/default`.
@@ -12379,7 +12439,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/events/{event}/redeliver/post(redeliverEvent)/responses/default`.
@@ -12758,7 +12820,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/deliveries/get(listDeliveries)/responses/default`.
@@ -13009,7 +13073,9 @@ public enum Operations {
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
             /// `uri_too_long`, 417 `expectation_failed`, 431 `header_fields_too_large`, 500
-            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`.
+            /// `internal_error`, 503 `too_many_connections`, 505 `http_version_not_supported`; in cluster
+            /// mode, 503 `replica_unavailable` (with `Retry-After`) when the replica holding the session
+            /// cannot be reached or the session is moving to another replica.
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/stats/get(getStats)/responses/default`.

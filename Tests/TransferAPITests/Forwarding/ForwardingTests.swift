@@ -81,10 +81,17 @@ import Testing
     @Test func aForwardedRequestIsServedWhereItArrives() throws {
         let pair = try ReplicaPair()
         defer { pair.shutdown() }
-        let proof = pair.forwarder.proof.value(method: "GET", target: "/v1/sessions/s-b1", requestID: "from-a-replica", from: "10.1.1.1:8080")
-        let response = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b1",
-                                         fields: [Self.auth, ("X-Request-Id", "from-a-replica"), (ReplicaForwarder.forwardedHeader, proof)])
-        #expect(response.status == 404, "A's own answer: it has no such session")
+        func forwarded(_ target: String) throws -> WireCall.Response {
+            let proof = pair.forwarder.proof.value(method: "GET", target: target, requestID: "from-a-replica", from: "10.1.1.1:8080")
+            return try WireCall.call(port: pair.replicaPort, "GET", target,
+                                     fields: [Self.auth, ("X-Request-Id", "from-a-replica"), (ReplicaForwarder.forwardedHeader, proof)])
+        }
+        #expect(try forwarded("/v1/sessions/s-a1").status == 404, "A's own answer: it would hold s-a1, and has no such session")
+        // Sent to A as to the holder, while A's placement says B holds it: not sent on, but refused for a retry.
+        let moved = try forwarded("/v1/sessions/s-b1")
+        #expect(moved.status == 503)
+        #expect(moved.field("Retry-After") == "1")
+        #expect(moved.text.contains(#""code":"replica_unavailable""#), "\(moved.text)")
         #expect(pair.forwarder.forwardedCount == 0)
         #expect(pair.received.withLock { $0.isEmpty })
     }
@@ -127,6 +134,19 @@ import Testing
         #expect(pair.forwarder.forwardedCount == 0)
         _ = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b2/events?wait=0", fields: [Self.auth])
         #expect(pair.forwarder.forwardedCount == 1, "the ephemeral session's journal is read at its holder")
+    }
+
+    /// Where memory cannot tell, the store is asked off the server's threads, and the request is
+    /// then forwarded or served here as it says.
+    @Test func aSessionOnlyTheStoreKnowsIsLookedUpThenForwardedOrServed() throws {
+        let pair = try ReplicaPair()
+        defer { pair.shutdown() }
+        let remote = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-b-lookup-1", fields: [Self.auth])
+        #expect(remote.status == 200)
+        #expect(pair.forwarder.forwardedCount == 1)
+        let local = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-a-lookup-1", fields: [Self.auth])
+        #expect(local.status == 404, "served here: A has no such session")
+        #expect(pair.forwarder.forwardedCount == 1)
     }
 
     @Test func aHolderThatCannotBeReachedAsksForARetry() throws {

@@ -14,8 +14,13 @@ import TransferStore
 struct TablePlacement: SessionPlacement {
     let holders: [String: String]
 
-    /// Sessions whose identifier starts with a key are held at its address; the rest here.
-    func place(_ session: String) -> SessionPlace {
+    /// Sessions whose identifier starts with a key are held at its address; the rest here. Of
+    /// those whose identifier has "-lookup-" in it, only the store knows.
+    func knownPlace(_ session: String) -> SessionPlace? {
+        session.contains("-lookup-") ? nil : lookUp(session)
+    }
+
+    func lookUp(_ session: String) -> SessionPlace {
         for (prefix, address) in holders where session.hasPrefix(prefix) { return .replica(address: address) }
         return .here
     }
