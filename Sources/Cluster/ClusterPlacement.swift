@@ -41,6 +41,9 @@ package final class ClusterPlacement: SessionPlacement, @unchecked Sendable {
         if coordinator.holds(session) { return .here }
         do {
             if let holder = try leasing.leaseHolder(session: session), holder.owner != membership.replica {
+                // At this replica's own address but not this replica: the process it replaced
+                // (killed, restarted), whose lease has yet to expire.
+                if holder.address == membership.address { return .moving }
                 remember(session, at: holder.address, now: MonotonicClock.now())
                 return .replica(address: holder.address)
             }

@@ -7,6 +7,9 @@ package enum SessionPlace: Sendable, Equatable {
     case here
     /// The holder's address, "host:port", as the replicas reach each other.
     case replica(address: String)
+    /// Held by a replica that is gone, at this replica's own address (the process this one
+    /// replaced), until its lease expires: the client retries, and then finds the session taken over.
+    case moving
 }
 
 /// Which replica holds each session (its lease). `knownPlace` is asked on the server's threads
@@ -61,17 +64,30 @@ package struct SessionForwarding: Sendable {
     private func arrived(_ request: HTTPRequest, _ responder: Responder, known: SessionPlace?, here: @escaping @Sendable () -> Void) {
         if known == .here { return here() }
         lookups.async { [self] in
-            guard case .replica(let address) = placement.lookUp(request.parameters["identifier"] ?? ""),
-                  address != forwarder.advertisedAddress
-            else { return here() }
-            responder.respond(.problem(HTTPProblem(503, "replica_unavailable",
-                                                   "this session moved to another replica (\(address)) meanwhile; retry shortly"),
-                                       headers: HTTPHeaders([("Retry-After", "1")])))
+            switch placement.lookUp(request.parameters["identifier"] ?? "") {
+            case .replica(let address) where address != forwarder.advertisedAddress:
+                responder.respond(SessionForwarding.retry("this session moved to another replica (\(address)) meanwhile"))
+            case .moving:
+                responder.respond(SessionForwarding.retry("this session's replica is gone and its lease not yet expired"))
+            default:
+                here()
+            }
         }
     }
 
+    /// 503 `replica_unavailable`: the session is moving between replicas; a retry soon finds it.
+    static func retry(_ why: String) -> HTTPResponse {
+        .problem(HTTPProblem(503, "replica_unavailable", "\(why); retry shortly"), headers: HTTPHeaders([("Retry-After", "1")]))
+    }
+
     private func act(_ place: SessionPlace, _ request: HTTPRequest, _ responder: Responder, _ here: @Sendable () -> Void) {
-        guard case .replica(let address) = place, address != forwarder.advertisedAddress else { return here() }
-        forwarder.forward(request, to: address, responder)
+        switch place {
+        case .replica(let address) where address != forwarder.advertisedAddress:
+            forwarder.forward(request, to: address, responder)
+        case .moving:
+            responder.respond(SessionForwarding.retry("this session's replica is gone and its lease not yet expired"))
+        default:
+            here()
+        }
     }
 }

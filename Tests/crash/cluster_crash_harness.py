@@ -9,7 +9,8 @@ go to a random live replica. What differs:
   - meanwhile a request for such a session answers 503 `replica_unavailable`, which the harness
     retries after its Retry-After, as a client of a cluster must;
   - an ephemeral session survives a round when its holder did (a re-attach answers 200), and is
-    gone with its holder otherwise (201);
+    gone with its holder otherwise (201; the workload still running on the other replicas finds it
+    gone, 404);
   - the database is PostgreSQL's to keep consistent, so no SQLite integrity check runs.
 
     python3 Tests/crash/cluster_crash_harness.py --rounds 100 [--seed N] [--keep]
@@ -29,6 +30,7 @@ import requests
 
 import crash_harness
 from crash_harness import Harness
+from crash_workload import SESSIONS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
@@ -106,6 +108,12 @@ class ClusterHarness(Harness):
         if mode == "ephemeral":
             return {200, 201}
         return super().expected_attach(mode)
+
+    def expected_refusal(self, sid: str, response: requests.Response) -> bool:
+        """An ephemeral session lives in its holder's memory: once the holder is killed, the
+        workload still running on the other replicas finds it gone (404), as a client of a single
+        transferd would after its restart."""
+        return SESSIONS[sid][0] == "ephemeral" and response.status_code == 404
 
     def check_database(self) -> None:
         """PostgreSQL keeps itself consistent; what the harness checks is what the API shows."""

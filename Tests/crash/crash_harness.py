@@ -95,6 +95,10 @@ class Harness:
         """What re-attaching a session answers: an ephemeral one did not survive the kill."""
         return {201} if mode == "ephemeral" or self.report.rounds == 0 else {200}
 
+    def expected_refusal(self, sid: str, response: requests.Response) -> bool:
+        """Whether the workload may be refused this way: never, as long as transferd answers."""
+        return False
+
     def round(self) -> None:
         self.td.start() if self.td.process is None else self.td.restart()
         self.check_acknowledged_exist()

@@ -149,6 +149,18 @@ import Testing
         #expect(pair.forwarder.forwardedCount == 1)
     }
 
+    /// A session whose holder is gone but still leased (the process this replica replaced at its
+    /// address) is neither served here nor sent anywhere: the client is asked to retry.
+    @Test func aSessionMovingBetweenReplicasAsksForARetry() throws {
+        let pair = try ReplicaPair()
+        defer { pair.shutdown() }
+        let response = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-moving-1", fields: [Self.auth])
+        #expect(response.status == 503)
+        #expect(response.field("Retry-After") == "1")
+        #expect(response.text.contains(#""code":"replica_unavailable""#), "\(response.text)")
+        #expect(pair.forwarder.forwardedCount == 0)
+    }
+
     @Test func aHolderThatCannotBeReachedAsksForARetry() throws {
         // Port 1 on loopback: nothing listens there, so the connection is refused.
         let pair = try ReplicaPair(holders: ["s-gone": "127.0.0.1:1"])
