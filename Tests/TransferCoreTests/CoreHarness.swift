@@ -23,8 +23,9 @@ final class CoreHarness: @unchecked Sendable {
 
     private static let curlReady: Void = TransferEngine.globalInit()
 
-    /// A new process on `store` and `directory` (new ones when not given); recovery runs, as at start-up.
-    init(store: InMemoryTransferStore = InMemoryTransferStore(), directory: String? = nil) throws {
+    /// A new process on `store` and `directory` (new ones when not given); recovery runs, as at
+    /// start-up — unless `recovering` is false: a cluster replica, which takes sessions over one by one.
+    init(store: InMemoryTransferStore = InMemoryTransferStore(), directory: String? = nil, recovering: Bool = true) throws {
         Self.curlReady
         self.store = store
         self.directory = directory ?? Self.makeDirectory()
@@ -34,7 +35,7 @@ final class CoreHarness: @unchecked Sendable {
                                       allowedRoots: try AllowedRoots(paths: [self.directory]), limits: TaskCoordinator.Limits(),
                                       resumeKey: try ResumeKey.load(directory: layout.root),
                                       logger: Logger(label: "core-tests") { _ in SwiftLogNoOpLogHandler() })
-        try coordinator.recover()
+        if recovering { try coordinator.recover() } else { coordinator.sharesStore = true }
     }
 
     /// Stops this process's transfers (their tasks stay as a shutdown leaves them) and its timers.

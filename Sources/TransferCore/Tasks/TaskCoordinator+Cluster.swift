@@ -9,8 +9,14 @@ extension TaskCoordinator {
     /// This replica took the leases of `identifiers`: they come into memory as at a start-up, their
     /// background tasks continuing from their partial files (Range) and their deliveries from what
     /// was delivered. A session already in memory is left as it is. Returns those adopted.
+    /// One adoption at a time: the claiming round and a request's look-up may both come to adopt
+    /// the same session, and two copies of it in memory would run each task twice.
     @discardableResult
     package func adopt(_ identifiers: [String]) throws -> [String] {
+        try adoptions.withLock { try adoptOnce(identifiers) }
+    }
+
+    private func adoptOnce(_ identifiers: [String]) throws -> [String] {
         let wanted = Set(identifiers.filter { registry.session($0) == nil })
         guard !wanted.isEmpty else { return [] }
         var rows = try store.loadSessions().filter { wanted.contains($0.identifier) }

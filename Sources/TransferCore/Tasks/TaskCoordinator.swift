@@ -50,6 +50,8 @@ package final class TaskCoordinator: @unchecked Sendable {
     package var sharesStore = false
     /// Cluster mode: sessions other replicas hold, as their event readers here see them.
     let views = SessionViews()
+    /// Cluster mode: serialises taking sessions over (`adopt`).
+    let adoptions = Lock()
 
     package struct Limits: Sendable {
         /// Largest response body a data task may keep.
