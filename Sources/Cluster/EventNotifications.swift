@@ -6,10 +6,11 @@ import PostgresStore
 import Reactor
 import TransferCore
 
-/// Cluster mode: wakes this replica's readers of sessions other replicas hold. A connection of its
-/// own `LISTEN`s on the channel every commit that journals events notifies (`session:seq`), on a
-/// loop of its own; each notification has the coordinator publish what the session's journal
-/// gained. Every second the views are looked at anyway, which stands in for notifications while
+/// Cluster mode: wakes this replica's readers of sessions other replicas hold, and drops its copies
+/// of their completed tasks that changed. A connection of its own `LISTEN`s, on a loop of its own,
+/// on the channel every commit that journals events notifies (`session:seq`) — each notification
+/// has the coordinator publish what the session's journal gained — and on the one of changes to
+/// stored tasks (`session/task`). Every second the views are looked at anyway, which stands in for notifications while
 /// the connection is down (it is made again on the same tick) or one was missed.
 package final class EventNotifications: EventHandler, @unchecked Sendable {
     private let url: String
@@ -49,7 +50,11 @@ package final class EventNotifications: EventHandler, @unchecked Sendable {
     override package func handleEvents(_ events: UInt32) {
         guard let connection else { return }
         do {
-            let sessions = Set(try connection.drainNotifications()
+            let notifications = try connection.drainNotifications()
+            for changed in notifications where changed.channel == PostgresTransferStore.tasksChannel {
+                coordinator.tasksChanged(changed.payload)
+            }
+            let sessions = Set(notifications
                 .filter { $0.channel == PostgresTransferStore.eventsChannel }
                 .compactMap { $0.payload.split(separator: ":", maxSplits: 1).first.map(String.init) })
             guard !sessions.isEmpty else { return }
@@ -67,8 +72,10 @@ package final class EventNotifications: EventHandler, @unchecked Sendable {
         do {
             let made = try PostgresConnection(url: url)
             try made.listen(PostgresTransferStore.eventsChannel)
+            try made.listen(PostgresTransferStore.tasksChannel)
             connection = made
             loop.register(made.socketDescriptor, events: UInt32(EPOLLIN.rawValue), handler: self)
+            coordinator.trustCopies(true)
         } catch {
             connection = nil
         }
@@ -76,6 +83,7 @@ package final class EventNotifications: EventHandler, @unchecked Sendable {
 
     private func disconnect() {
         guard let connection else { return }
+        coordinator.trustCopies(false)
         loop.deregister(connection.socketDescriptor)
         self.connection = nil
     }

@@ -11,6 +11,9 @@ package final class PostgresTransferStore: TransferStore {
     /// event in the batch: LISTEN on it to wake long-polls and streams for events another replica
     /// made (`PostgresConnection.listen`, `drainNotifications`).
     package static let eventsChannel = EventStatements.channel
+    /// The channel changes to stored tasks that other replicas may hold copies of are notified on,
+    /// as `session/task`, or `session/` when the whole session went (`TaskChangeNotifications`).
+    package static let tasksChannel = TaskChangeNotifications.channel
 
     private let writer: PostgresWriter
     /// For reads and the lease statements (`SessionLeases.swift`).
@@ -48,6 +51,7 @@ package final class PostgresTransferStore: TransferStore {
             try fence?.check(changes, db)
             var report = CommitReport()
             for change in changes { try PostgresTransferStore.apply(change, to: &report, db) }
+            try TaskChangeNotifications.notify(changes, db)
             return report
         }, completion: completion)
     }

@@ -43,17 +43,22 @@ package struct SessionForwarding: Sendable {
     /// verifies), and so is one the placement sends to this replica's own address. `servedHere`:
     /// a route's own say (it may read the store, so it is asked off the server's threads) that
     /// this replica answers the request although another holds the session.
+    /// `copied`: the same from memory only (a copy of the holder's answer kept here), asked on
+    /// the server's thread. `keeper`: asked before the request goes to the holder, for what sees
+    /// the answer first.
     func route(_ request: HTTPRequest, _ responder: Responder, servedHere: (@Sendable (HTTPRequest) -> Bool)?,
+               copied: (@Sendable (HTTPRequest) -> Bool)? = nil,
+               keeper: (@Sendable (HTTPRequest) -> (@Sendable (HTTPResponse) -> Void)?)? = nil,
                here: @escaping @Sendable () -> Void)
     {
-        guard let session = request.parameters["identifier"] else { return here() }
+        guard let session = request.parameters["identifier"], copied?(request) != true else { return here() }
         let known = placement.knownPlace(session)
         if forwarder.proof.verifies(request) { return arrived(request, responder, known: known, here: here) }
         if known == .here { return here() }
-        if let known, servedHere == nil { return act(known, request, responder, here) }
+        if let known, servedHere == nil { return act(known, request, responder, keeper, here) }
         lookups.async { [self] in
             if servedHere?(request) == true { return here() }
-            act(known ?? placement.lookUp(session), request, responder, here)
+            act(known ?? placement.lookUp(session), request, responder, keeper, here)
         }
     }
 
@@ -80,9 +85,17 @@ package struct SessionForwarding: Sendable {
         .problem(HTTPProblem(503, "replica_unavailable", "\(why); retry shortly"), headers: HTTPHeaders([("Retry-After", "1")]))
     }
 
-    private func act(_ place: SessionPlace, _ request: HTTPRequest, _ responder: Responder, _ here: @Sendable () -> Void) {
+    private func act(_ place: SessionPlace, _ request: HTTPRequest, _ responder: Responder,
+                     _ keeper: (@Sendable (HTTPRequest) -> (@Sendable (HTTPResponse) -> Void)?)?, _ here: @Sendable () -> Void)
+    {
         switch place {
         case .replica(let address) where address != forwarder.advertisedAddress:
+            if let keep = keeper?(request) {
+                responder.intercept { response, send in
+                    keep(response)
+                    send(response)
+                }
+            }
             forwarder.forward(request, to: address, responder)
         case .moving:
             responder.respond(SessionForwarding.retry("this session's replica is gone and its lease not yet expired"))

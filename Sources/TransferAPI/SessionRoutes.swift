@@ -61,7 +61,8 @@ struct SessionRoutes {
                 responder.respond(EntityTag.notModified(request, representation) ?? EntityTag.reply(representation))
             }
         }
-        table.add("DELETE", "/v1/sessions/{identifier}", .session) { request, _, responder in
+        table.add("DELETE", "/v1/sessions/{identifier}", .session,
+                  keeper: CompletedTaskCopies(coordinator: coordinator).forgetter(for:)) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["mode"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))

@@ -106,9 +106,17 @@ struct TaskRoutes {
                 })
             }
         }
-        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}", .session) { request, _, responder in
+        // In cluster mode a completed task of a session another replica holds is answered from
+        // the copy this replica kept of the holder's reply (`CompletedTaskCopies`).
+        let copies = CompletedTaskCopies(coordinator: coordinator)
+        table.add("GET", "/v1/sessions/{identifier}/tasks/{task}", .session,
+                  copied: { copies.copy(for: $0) != nil }, keeper: copies.keeper(for:)) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["wait"])
+                if let copy = copies.copy(for: request) {
+                    responder.respond(EntityTag.notModified(request, copy) ?? EntityTag.reply(copy))
+                    return
+                }
                 let session = try coordinator.session(try RouteSupport.identifier(request))
                 let id = request.parameters["task"] ?? ""
                 var wait = 0.0
@@ -128,7 +136,7 @@ struct TaskRoutes {
                 }
             }
         }
-        table.add("PATCH", "/v1/sessions/{identifier}/tasks/{task}", .session) { request, _, responder in
+        table.add("PATCH", "/v1/sessions/{identifier}/tasks/{task}", .session, keeper: copies.forgetter(for:)) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
@@ -142,7 +150,7 @@ struct TaskRoutes {
                 }
             }
         }
-        table.add("DELETE", "/v1/sessions/{identifier}/tasks/{task}", .session) { request, _, responder in
+        table.add("DELETE", "/v1/sessions/{identifier}/tasks/{task}", .session, keeper: copies.forgetter(for:)) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))

@@ -192,3 +192,37 @@ def test_a_principals_request_rate_is_shared_by_the_replicas_and_spent_once_per_
         assert direct.status_code == 200, "the holder spent its share on a request another replica had counted"
         again = a.get(session_path(sid))
         assert again.status_code == 429, "a third of a burst of three is one request"
+
+
+def test_a_completed_task_is_answered_on_any_replica_and_its_changes_reach_every_copy(cluster, origin):
+    """A replica keeps the holder's reply of a completed task and answers from it; a PATCH or a
+    DELETE, through any replica, reaches every copy (the holder's store notifies the change)."""
+    a, b, c = cluster.replicas
+    sid = create_session(a, mode="background")
+    task = create_task(a, sid, download(origin.url(f"/bytes/{1024}?seed=copy")))
+    assert_success(wait_task(a, sid, task["id"]))
+    path = task_path(sid, task["id"])
+
+    def asked_of_the_holder() -> int:
+        return sum(1 for r in a.log_records() if r.get("msg") == "request" and r.get("path") == path)
+
+    before = asked_of_the_holder()  # the holder's own long-polls of the task
+    first = b.get(path)
+    assert first.status_code == 200
+    wait_for(lambda: asked_of_the_holder() == before + 1, timeout=5, message="the holder's log line of the relayed GET")
+    for _ in range(5):
+        again = b.get(path)
+        assert again.content == first.content and again.headers["ETag"] == first.headers["ETag"]
+    assert asked_of_the_holder() == before + 1, "answered from the copy, not asked of the holder again"
+    assert b.get(task_path(sid, task["id"]), headers={"If-None-Match": first.headers["ETag"]}).status_code == 304
+
+    changed = c.patch(task_path(sid, task["id"]), json={"description": "renamed"})
+    assert changed.status_code == 200, changed.text
+    wait_for(lambda: b.get(task_path(sid, task["id"])).json()["description"] == "renamed", timeout=5,
+             message="the change to reach the other replica's copy")
+    # Through the replica that keeps the copy: its own change is read back at once.
+    assert b.patch(task_path(sid, task["id"]), json={"description": "again"}).status_code == 200
+    assert b.get(task_path(sid, task["id"])).json()["description"] == "again"
+    assert c.delete(task_path(sid, task["id"])).status_code in (200, 204)
+    wait_for(lambda: b.get(task_path(sid, task["id"])).status_code == 404, timeout=5,
+             message="the deletion to reach the other replica's copy")

@@ -25,8 +25,11 @@ struct APIRouteTable {
     /// `servedHere`: whether this replica answers a request of a session another replica holds
     /// itself (the event journal of a durable session, read from the shared store) rather than
     /// forwarding it to the holder, as every other route of a session does.
+    /// `copied`: the same from memory (a copy of the holder's answer); `keeper`: what sees the
+    /// holder's answer to a forwarded request first (`CompletedTaskCopies`).
     mutating func add(_ method: String, _ pattern: String, _ resource: APIResource, idempotent: Bool = false,
-                      servedHere: (@Sendable (HTTPRequest) -> Bool)? = nil, _ handler: @escaping Handler)
+                      servedHere: (@Sendable (HTTPRequest) -> Bool)? = nil, copied: (@Sendable (HTTPRequest) -> Bool)? = nil,
+                      keeper: (@Sendable (HTTPRequest) -> (@Sendable (HTTPResponse) -> Void)?)? = nil, _ handler: @escaping Handler)
     {
         check(pattern, resource)
         let ledger = idempotent ? ledger : nil
@@ -38,7 +41,7 @@ struct APIRouteTable {
                 ledger.guarded(request, principal, responder) { handler(request, principal, responder) }
             }
             guard let forwarding else { return serve() }
-            forwarding.route(request, responder, servedHere: servedHere, here: serve)
+            forwarding.route(request, responder, servedHere: servedHere, copied: copied, keeper: keeper, here: serve)
         }
     }
 

@@ -41,6 +41,14 @@ final class CompletedReplyCache: Sendable {
         }
     }
 
+    /// Forgets every task, and any insert prepared before.
+    func clear() {
+        state.withLock { s in
+            s.generation += 1
+            s.replies = [:]
+        }
+    }
+
     /// Forgets a task (changed or deleted), or every task of a session when `id` is nil.
     func invalidate(session: String, id: String? = nil) {
         state.withLock { s in

@@ -128,6 +128,42 @@ extension TaskCoordinator {
         return totals
     }
 
+    /// Cluster mode: the reply of a completed task of a session another replica holds, as this
+    /// replica last relayed it from the holder; nil without a copy, or when this replica holds the
+    /// session (its own path answers then). A copy stays good until the holder's store notifies a
+    /// change of the task (`tasksChanged`).
+    package func completedCopy(session: String, id: String) -> [UInt8]? {
+        guard sharesStore, copiesTrusted.withLock({ $0 }), !holds(session) else { return nil }
+        return completedReplies.lookup(session: session, id: id).reply
+    }
+
+    /// Whether copies of other replicas' completed tasks may be kept and answered from: only while
+    /// their changes are being notified here. Turning it on or off drops every copy (changes
+    /// notified meanwhile were missed).
+    package func trustCopies(_ trusted: Bool) {
+        copiesTrusted.withLock { $0 = trusted }
+        completedReplies.clear()
+    }
+
+    /// Keeps the reply of a completed task relayed from its holder, unless the task changed since
+    /// `generation` (`copyGeneration`, taken before the request went out).
+    package func keepCopy(_ reply: [UInt8], session: String, id: String, generation: UInt64) {
+        guard copiesTrusted.withLock({ $0 }) else { return }
+        completedReplies.insert(reply, session: session, id: id, generation: generation)
+    }
+
+    package func copyGeneration(session: String, id: String) -> UInt64 {
+        completedReplies.lookup(session: session, id: id).generation
+    }
+
+    /// The store notified a change of a stored task (`session/task`), or of a whole session
+    /// (`session/`): copies of their replies are dropped.
+    package func tasksChanged(_ key: String) {
+        guard let slash = key.lastIndex(of: "/") else { return }
+        let session = String(key[..<slash]), id = String(key[key.index(after: slash)...])
+        completedReplies.invalidate(session: session, id: id.isEmpty ? nil : id)
+    }
+
     /// Whether this replica holds `identifier` in memory.
     package func holds(_ identifier: String) -> Bool { registry.session(identifier) != nil }
 

@@ -52,6 +52,8 @@ package final class TaskCoordinator: @unchecked Sendable {
     let views = SessionViews()
     /// Cluster mode: serialises taking sessions over (`adopt`).
     let adoptions = Lock()
+    /// Cluster mode: whether copies of other replicas' completed tasks are kept (`trustCopies`).
+    let copiesTrusted = Locked(false)
 
     package struct Limits: Sendable {
         /// Largest response body a data task may keep.
