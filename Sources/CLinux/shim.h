@@ -1,5 +1,5 @@
 // Linux interfaces that Swift's Glibc module does not expose: epoll, eventfd, timerfd, sendfile,
-// openat2, sync_file_range, syncfs, O_TMPFILE, thread names, malloc_trim.
+// openat2, sync_file_range, syncfs, O_TMPFILE, O_DIRECT, thread names, malloc_trim.
 #ifndef TRANSFERD_CLINUX_SHIM_H
 #define TRANSFERD_CLINUX_SHIM_H
 #include <sys/epoll.h>
@@ -27,6 +27,7 @@ static inline int transferd_start_writeback(int fd, long long offset, long long 
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <stdio.h>
 
 // openat2(2) has no glibc wrapper in Debian 12: call it by number. RESOLVE_BENEATH refuses any
 // resolution (.., absolute symlink, symlink target) that leaves the directory `dirfd` names.
@@ -45,5 +46,15 @@ static inline int transferd_open_unnamed(int dirfd, int flags, unsigned int mode
 // unnamed file where /proc is not mounted; it needs CAP_DAC_READ_SEARCH.
 static inline int transferd_link_descriptor(int fd, int dirfd, const char *name) {
     return linkat(fd, "", dirfd, name, 0x1000 /* AT_EMPTY_PATH */);
+}
+
+// A second, O_DIRECT descriptor of an open file (O_DIRECT is a _GNU_SOURCE macro): reopened through
+// /proc, so that it is an open file description of its own and the first descriptor stays buffered
+// for everyone else reading or writing it. -1 where /proc is not mounted or the file system refuses
+// O_DIRECT (EINVAL). __O_DIRECT: O_DIRECT without _GNU_SOURCE, as __O_TMPFILE above.
+static inline int transferd_open_direct(int fd) {
+    char path[32];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    return open(path, O_WRONLY | __O_DIRECT | O_CLOEXEC);
 }
 #endif

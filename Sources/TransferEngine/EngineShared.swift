@@ -16,6 +16,8 @@ final class EngineShared: Sendable {
     /// `--max-bytes-per-second`: every transfer belongs to it.
     let bandwidth: BandwidthGroup?
     let bandwidthGroups: (any BandwidthGroupResolver)?
+    /// `--direct-writes`: large downloads may be written with O_DIRECT.
+    let directWrites: Bool
     private let running = Atomic<Int>(0)
     private let urgentWaiting = Atomic<Int>(0)
     private let loops = Locked<[MultiLoop]>([])
@@ -27,8 +29,9 @@ final class EngineShared: Sendable {
     /// completions waits behind a burst of admissions on the pool's few threads.
     let preparations = DispatchQueue(label: "transferd.prepare", qos: .utility, attributes: .concurrent)
 
-    init(maxRunning: Int, maxBytesPerSecond: Int64?, bandwidthGroups: (any BandwidthGroupResolver)? = nil) {
+    init(maxRunning: Int, maxBytesPerSecond: Int64?, bandwidthGroups: (any BandwidthGroupResolver)? = nil, directWrites: Bool = true) {
         self.maxRunning = maxRunning
+        self.directWrites = directWrites
         bandwidth = maxBytesPerSecond.map { BandwidthGroup(name: "global", bytesPerSecond: $0) }
         self.bandwidthGroups = bandwidthGroups
     }

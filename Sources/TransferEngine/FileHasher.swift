@@ -11,6 +11,10 @@ import Reactor
 /// The hasher reads from the first byte, so a resumed file's earlier part is hashed too — unless
 /// it continues from a `DigestCheckpoint` of that part. Every `checkpointStep` bytes it hands a
 /// checkpoint to `checkpointed`, for the caller to keep with the task.
+///
+/// A download written with O_DIRECT (`DirectOutput`) hands its chunks over instead (`stage`):
+/// those bytes are hashed from memory, and given back to their pool; the bytes between staged
+/// chunks are read from the file as before.
 public final class FileHasher: @unchecked Sendable {
     private let fd: Int32
     /// Owned by whichever pool thread runs `work` (one at a time, by `scheduled`).
@@ -34,6 +38,8 @@ public final class FileHasher: @unchecked Sendable {
         var scheduled = false
         var finalSize: Int64?
         var cancelled = false
+        /// Written chunks not hashed yet, in file order.
+        var staged: [StagedChunk] = []
         var done: (([DigestAlgorithm: String]?) -> Void)?
 
         /// Marks the hasher scheduled when no pool thread has it; true when the caller must
@@ -78,6 +84,15 @@ public final class FileHasher: @unchecked Sendable {
         }) { schedule() }
     }
 
+    /// A chunk of the file is written (loop thread): it is hashed from memory, in file order.
+    func stage(_ chunk: StagedChunk) {
+        if control.withLock({ c -> Bool in
+            c.staged.append(chunk)
+            c.available = max(c.available, chunk.end)
+            return c.scheduleIfIdle()
+        }) { schedule() }
+    }
+
     /// What is left to hash at the end, at most, for the caller to hash it itself.
     static let finishInline: Int64 = 64 << 10
 
@@ -114,28 +129,24 @@ public final class FileHasher: @unchecked Sendable {
     private func work() {
         // Pieces of 1 MiB, or what there is for a small file: a buffer of the size a 16 KiB file
         // needs is cheap, a 1 MiB one per small file showed in profiles (malloc_consolidate).
-        let pending = control.withLock { $0.available } - hashed
-        let size = Int(min(1 << 20, max(64 << 10, pending)))
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 64)
-        defer { buffer.deallocate() }
+        // Allocated only when something is read from the file: staged chunks need none.
+        var buffer: UnsafeMutableRawBufferPointer?
+        defer { buffer?.deallocate() }
         while true {
-            let (available, cancelled) = control.withLock { ($0.available, $0.cancelled) }
+            let (available, cancelled, next) = control.withLock { ($0.available, $0.cancelled, $0.staged.first) }
             if !cancelled && hashed < available {
-                let want = Int(min(Int64(buffer.count), available - hashed))
-                let n = pread(fd, buffer.baseAddress, want, off_t(hashed))
+                if let next, next.offset == hashed {
+                    consume(next.contents)
+                    control.withLock { _ = $0.staged.removeFirst() }
+                    next.pool?.give(next)
+                    continue
+                }
+                let end = next.map { min(available, $0.offset) } ?? available
+                let into = buffer ?? .allocate(byteCount: Int(min(1 << 20, max(64 << 10, end - hashed))), alignment: 64)
+                buffer = into
+                let n = pread(fd, into.baseAddress, Int(min(Int64(into.count), end - hashed)), off_t(hashed))
                 if n > 0 {
-                    digests.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                    hashed += Int64(n)
-                    if let checkpointed, hashed - lastCheckpoint >= Self.checkpointStep {
-                        lastCheckpoint = hashed
-                        let tail = UnsafeRawBufferPointer(rebasing: buffer[max(0, n - DigestCheckpoint.tailSpan)..<n])
-                        let checkpoint = DigestCheckpoint(offset: hashed, states: digests.checkpoint(),
-                                                          tail: CRC32C.update(0, tail), tailLength: tail.count)
-                        // Under the lock and never once cancelled: a hasher replaced because its
-                        // file started over reports nothing after `cancel` returned, so nothing
-                        // of the old content lands after what its replacement reports.
-                        control.withLock { c in if !c.cancelled { checkpointed(checkpoint) } }
-                    }
+                    consume(UnsafeRawBufferPointer(rebasing: into[0..<n]))
                     continue
                 }
                 if n < 0 && errno == EINTR { continue }
@@ -143,9 +154,13 @@ public final class FileHasher: @unchecked Sendable {
                 control.withLock { $0.cancelled = true }
             }
             let step: (done: (([DigestAlgorithm: String]?) -> Void)?, digests: [DigestAlgorithm: String]?, idle: Bool) = control.withLock { c in
-                if c.cancelled, let done = c.done {
-                    c.done = nil
-                    return (done, nil, true)
+                if c.cancelled {
+                    // Chunks of a stopped hasher are dropped: their transfer has ended.
+                    c.staged.removeAll()
+                    if let done = c.done {
+                        c.done = nil
+                        return (done, nil, true)
+                    }
                 }
                 if !c.cancelled && c.available > hashed { return (nil, nil, false) }
                 if let size = c.finalSize, hashed >= size, let done = c.done {
@@ -160,5 +175,20 @@ public final class FileHasher: @unchecked Sendable {
             step.done?(step.digests)
             return
         }
+    }
+
+    /// Hashes the next bytes of the file, and checkpoints every `checkpointStep`.
+    private func consume(_ piece: UnsafeRawBufferPointer) {
+        digests.update(piece)
+        hashed += Int64(piece.count)
+        guard let checkpointed, hashed - lastCheckpoint >= Self.checkpointStep else { return }
+        lastCheckpoint = hashed
+        let tail = UnsafeRawBufferPointer(rebasing: piece[max(0, piece.count - DigestCheckpoint.tailSpan)...])
+        let checkpoint = DigestCheckpoint(offset: hashed, states: digests.checkpoint(),
+                                          tail: CRC32C.update(0, tail), tailLength: tail.count)
+        // Under the lock and never once cancelled: a hasher replaced because its file started
+        // over reports nothing after `cancel` returned, so nothing of the old content lands after
+        // what its replacement reports.
+        control.withLock { c in if !c.cancelled { checkpointed(checkpoint) } }
     }
 }

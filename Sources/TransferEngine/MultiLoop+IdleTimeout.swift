@@ -17,7 +17,7 @@ extension MultiLoop {
     private func sweepIdle() {
         let now = MonotonicClock.now()
         let idle = sessions.values.flatMap(\.runningList).filter {
-            !$0.preparing && !$0.isPaused && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
+            !$0.preparing && !$0.isPaused && !$0.awaitingChunk && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
         }
         for transfer in idle {
             transfer.idleTimedOut = true

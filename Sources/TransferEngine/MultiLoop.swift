@@ -110,6 +110,8 @@ final class MultiLoop: @unchecked Sendable {
     private func launch(_ transfer: Transfer, files: TransferFiles?) {
         let q = transfer.session
         transfer.adopt(files)
+        transfer.loop = loop
+        transfer.writesDirect = shared.directWrites
         // Under `never` with an empty jar there is nothing to send and nothing may be kept, not
         // even along this transfer's redirects: the engine stays off.
         let cookies = q.settings.cookies

@@ -45,11 +45,20 @@ final class Transfer: @unchecked Sendable {
     /// The spec's body, output and resume until admission, then what its preparer opened.
     private(set) var files: TransferFiles
 
-    // Output.
-    private var outputFD: Int32 = -1
-    private var writeOffset: Int64 = 0
+    // Output (`Transfer+Output.swift`).
+    var outputFD: Int32 = -1
+    /// Bytes of the file, counting those still in a direct output's chunk.
+    var writeOffset: Int64 = 0
     /// Where the writes not yet handed to writeback begin (`startWriteback`).
-    private var writebackOffset: Int64 = 0
+    var writebackOffset: Int64 = 0
+    /// A large download's O_DIRECT writer, from its final response head on.
+    var direct: DirectOutput?
+    /// Paused until the hasher gives a chunk back to `direct` (not idle either).
+    var awaitingChunk = false
+    /// This transfer's loop, for what other threads hand back to it.
+    var loop: EventLoop?
+    /// The engine lets a large download be written with O_DIRECT.
+    var writesDirect = false
     private var memoryBody: [UInt8] = []
     private var received: Int64 = 0
     /// Hashes the output file a step behind the writes (`spec.digests`), from admission on.
@@ -122,6 +131,8 @@ final class Transfer: @unchecked Sendable {
 
     /// CURLOPT_WRITEFUNCTION: body bytes of the final response, straight to the file.
     func write(_ data: UnsafeRawBufferPointer) -> Int {
+        // Before the pacer, which counts the piece as moved: a paused piece comes back.
+        if let direct, !hasRoom(in: direct, for: data.count) { return Int(transferd_writefunc_pause()) }
         if let pacer {
             guard pacer.mayMove(self) else { return Int(transferd_writefunc_pause()) }
             pacer.moved(data.count, by: self)
@@ -133,20 +144,7 @@ final class Transfer: @unchecked Sendable {
         }
         switch files.output {
         case .file:
-            var done = 0
-            while done < data.count {
-                let n = pwrite(outputFD, data.baseAddress! + done, data.count - done, off_t(writeOffset) + off_t(done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    writeFailure = TransferFailure(.cannotWriteToFile, "cannot write the file: \(String(cString: strerror(errno)))")
-                    return 0
-                }
-                done += n
-            }
-            writeOffset += Int64(data.count)
-            handle.setReceived(writeOffset)
-            hasher?.advance(to: writeOffset)
-            if writeOffset - writebackOffset >= Transfer.writebackStep { startWriteback() }
+            guard writeToFile(data) else { return 0 }
         case .memory:
             memoryBody.append(contentsOf: data)
             handle.setReceived(Int64(memoryBody.count))
@@ -157,22 +155,6 @@ final class Transfer: @unchecked Sendable {
         counters.received.add(Int64(data.count), ordering: .relaxed)
         tallyReceived(data.count)
         return data.count
-    }
-
-    /// A completed download is fsynced before it is renamed into place. Left to the kernel, a
-    /// large file's pages stay dirty until then (writeback starts at 10% of memory dirty), and
-    /// that fsync writes it all while the task waits: 0.55 s for 1 GiB on this machine's disk.
-    /// Starting writeback every `writebackStep` (sync_file_range(2) SYNC_FILE_RANGE_WRITE: it
-    /// queues the pages for writing and does not wait for them) lets the disk write while the
-    /// transfer goes on, and the fsync finds almost nothing left (0.02 s). It runs here, on the
-    /// loop: its cost (block allocation, I/O submission: ~4 ms per 32 MiB) would otherwise fall
-    /// on the hasher, which bounds a large download; like a write under dirty-page throttling,
-    /// it can wait when the device's queue is full.
-    static let writebackStep: Int64 = 32 << 20
-
-    private func startWriteback() {
-        _ = transferd_start_writeback(outputFD, writebackOffset, writeOffset - writebackOffset)
-        writebackOffset = writeOffset
     }
 
     /// CURLOPT_READFUNCTION: the next piece of a streamed request body, file parts read straight
@@ -272,6 +254,7 @@ final class Transfer: @unchecked Sendable {
         }
         finalResponse = head
         if spec.verifyOriginDigests { hashDeclaredDigests(of: head) }
+        if status == 200 || status == 206, let length = head.expectedContentLength { beginDirectOutput(expecting: length) }
         observer.transferReceivedResponse(handle, head, resumedAtOffset: resumedAtOffset)
         return true
     }
@@ -336,6 +319,7 @@ final class Transfer: @unchecked Sendable {
 
     /// Builds the outcome once curl is done with the easy handle (or the transfer was stopped).
     func outcome(curlCode: CURLcode?, errorDetail: String) -> TransferOutcome {
+        let closeFailure = closeDirectOutput()
         var outcome = TransferOutcome()
         outcome.response = finalResponse
         outcome.resumedAtOffset = resumedAtOffset
@@ -375,6 +359,8 @@ final class Transfer: @unchecked Sendable {
                                                            certificateRequested: serverRequestedClientCertificate && finalResponse == nil,
                                                            inHead: finalResponse == nil)
             }
+        } else if let closeFailure {
+            outcome.failure = closeFailure
         } else if credentialsRefused {
             outcome.failure = TransferFailure(.userAuthenticationRequired, "the origin refused the session's credentials (HTTP 401)")
         }

@@ -15,11 +15,12 @@ public final class TransferEngine: Sendable {
     /// `maxRunning`: transfers running at once across all loops (the rest wait, sessions taking
     /// turns); `maxBytesPerSecond`: body bytes per second across all transfers; `bandwidthGroups`:
     /// the groups each session's transfers share a rate with besides (its own limit and the global
-    /// one apply as well).
+    /// one apply as well); `directWrites`: large downloads are written with O_DIRECT
+    /// (`DirectOutput`) where their file system takes it.
     public init(loopCount: Int, policy: NetworkPolicy, maxRunning: Int = 10_000, maxBytesPerSecond: Int64? = nil,
-                bandwidthGroups: (any BandwidthGroupResolver)? = nil) {
+                bandwidthGroups: (any BandwidthGroupResolver)? = nil, directWrites: Bool = true) {
         let shared = EngineShared(maxRunning: max(1, maxRunning), maxBytesPerSecond: maxBytesPerSecond,
-                                  bandwidthGroups: bandwidthGroups)
+                                  bandwidthGroups: bandwidthGroups, directWrites: directWrites)
         loops = (0..<max(1, loopCount)).map { MultiLoop(index: $0, policy: policy, shared: shared) }
         shared.attach(loops)
     }

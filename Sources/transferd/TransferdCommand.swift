@@ -105,6 +105,9 @@ struct TransferdCommand: ParsableCommand {
     @Option(name: .customLong("shutdown-timeout"), help: "From SIGTERM, the longest a shutdown may take before the process exits. Env: TRANSFERD_SHUTDOWN_TIMEOUT. [25s]")
     var shutdownTimeout: String?
 
+    @Option(name: .customLong("direct-writes"), help: "on: downloads of 16 MiB or more are written with O_DIRECT where the file system takes it; off: every download goes through the page cache. Env: TRANSFERD_DIRECT_WRITES. [on]")
+    var directWrites: String?
+
     @Flag(name: .customLong("check-config"), help: "Check the flags, the auth file, the allowed roots and the data directory, print the outcome and exit (0: valid, 2: not).")
     var checkConfig = false
 
@@ -138,6 +141,7 @@ struct TransferdCommand: ParsableCommand {
         raw.webhookRetrySchedule = webhookRetrySchedule
         raw.maxBytesPerSecond = maxBytesPerSecond
         raw.maxRunningTransfers = maxRunningTransfers
+        raw.directWrites = directWrites
         raw.sseHeartbeat = sseHeartbeat
         raw.shutdownGrace = shutdownGrace
         raw.shutdownTimeout = shutdownTimeout

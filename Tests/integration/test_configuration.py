@@ -45,6 +45,7 @@ BAD_VALUES = [
     ("--allow-path", "TRANSFERD_ALLOW_PATHS", "/abs/ok,relative"),
     ("--database", "TRANSFERD_DATABASE", "mysql://db.example.com/transferd"),
     ("--database", "TRANSFERD_DATABASE", "postgres://db.example.com:port/transferd"),
+    ("--direct-writes", "TRANSFERD_DIRECT_WRITES", "sometimes"),
 ]
 
 

@@ -57,10 +57,13 @@ def small_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(mountpoint)], check=False)
 
 
-def test_full_file_system_fails_the_task_and_frees_the_space(start_transferd, api_token, origin, small_tmpfs):
+# 8 MiB is written through the page cache; from 16 MiB on a download is written with O_DIRECT from
+# chunks, whose failed write must fail the task the same way.
+@pytest.mark.parametrize("size", [8 * MiB, 24 * MiB])
+def test_full_file_system_fails_the_task_and_frees_the_space(start_transferd, api_token, origin, small_tmpfs, size):
     td = start_transferd("--allow-path", str(small_tmpfs), api_token=api_token)
     sid = create_session(td, mode="background")
-    failed = run_task(td, sid, download(origin.url(f"/bytes/{8 * MiB}"), download={"destination": str(small_tmpfs / "big.bin")}))
+    failed = run_task(td, sid, download(origin.url(f"/bytes/{size}"), download={"destination": str(small_tmpfs / "big.bin")}))
     assert_task_error(failed, "cannot_write_to_file")
     assert "No space left" in failed["error"]["message"], failed["error"]
     assert list(small_tmpfs.iterdir()) == [], "temporary file left behind"

@@ -36,6 +36,7 @@ public struct RawSettings: Sendable {
     public var webhookRetrySchedule: String?
     public var maxBytesPerSecond: String?
     public var maxRunningTransfers: String?
+    public var directWrites: String?
     public var sseHeartbeat: String?
     public var shutdownGrace: String?
     public var shutdownTimeout: String?
@@ -156,6 +157,12 @@ public enum ConfigurationResolver {
         }
         configuration.maxRunningTransfers = try integer(pick(raw.maxRunningTransfers, "--max-running-transfers", "TRANSFERD_MAX_RUNNING_TRANSFERS"),
                                                         configuration.maxRunningTransfers, 1...1_000_000)
+        if let direct = pick(raw.directWrites, "--direct-writes", "TRANSFERD_DIRECT_WRITES") {
+            guard direct.value == "on" || direct.value == "off" else {
+                throw ConfigurationError("invalid \(direct.name) '\(direct.value)': expected on or off")
+            }
+            configuration.directWrites = direct.value == "on"
+        }
         // `--shutdown-grace` may be 0 (no grace); `--shutdown-timeout` counts from the signal, so
         // it must leave room after the grace.
         if let grace = pick(raw.shutdownGrace, "--shutdown-grace", "TRANSFERD_SHUTDOWN_GRACE") {

@@ -45,6 +45,8 @@ public struct ServiceConfiguration: Sendable {
     public var defaultDigests: [DigestAlgorithm] = [.sha256]
     /// Transfers running at once across all sessions; the rest wait, sessions taking turns.
     public var maxRunningTransfers = 10_000
+    /// Large downloads written with O_DIRECT (`--direct-writes`).
+    public var directWrites = true
 
     /// The HTTP server's limits, each with a flag and an environment variable.
     public struct HTTPLimits: Sendable {

@@ -63,7 +63,8 @@ public final class Service: Sendable {
         store = try Service.openStore(configuration, path: layout.databasePath, replica: replica,
                                       observeCommit: { serviceMetrics.commitTook(nanoseconds: $0) })
         engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
-                                maxBytesPerSecond: configuration.maxBytesPerSecond, bandwidthGroups: principals)
+                                maxBytesPerSecond: configuration.maxBytesPerSecond, bandwidthGroups: principals,
+                                directWrites: configuration.directWrites)
         // Shared by a cluster's replicas (one data directory): it also keys their forwarding proofs.
         let resumeKey = try ResumeKey.load(directory: layout.root)
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),
