@@ -153,10 +153,12 @@ public final class FileHasher: @unchecked Sendable {
                 // The file ended early or cannot be read: no digest.
                 control.withLock { $0.cancelled = true }
             }
+            var dropped: [StagedChunk] = []
             let step: (done: (([DigestAlgorithm: String]?) -> Void)?, digests: [DigestAlgorithm: String]?, idle: Bool) = control.withLock { c in
                 if c.cancelled {
-                    // Chunks of a stopped hasher are dropped: their transfer has ended.
-                    c.staged.removeAll()
+                    // Not hashed, but given back: a download still running (its file could not be
+                    // read back) must not wait for them.
+                    swap(&dropped, &c.staged)
                     if let done = c.done {
                         c.done = nil
                         return (done, nil, true)
@@ -171,6 +173,8 @@ public final class FileHasher: @unchecked Sendable {
                 c.scheduled = false
                 return (nil, nil, true)
             }
+            // Outside the lock: giving a chunk back may wake its transfer.
+            for chunk in dropped { chunk.pool?.give(chunk) }
             if !step.idle { continue }
             step.done?(step.digests)
             return

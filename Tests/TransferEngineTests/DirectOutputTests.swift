@@ -120,6 +120,33 @@ import Testing
         #expect(Self.contents(of: fd) == prefix + body)
     }
 
+    /// A hasher that cannot read the file back (here: a write-only descriptor, for the bytes
+    /// before the first chunk) gives no digest, and still gives every chunk back: the download
+    /// goes on instead of waiting for chunks forever.
+    @Test func aHasherThatCannotReadGivesItsChunksBack() async throws {
+        let fd = Self.file(holding: TestOrigin.content(5000))
+        defer { close(fd) }
+        let writeOnly = open("/proc/self/fd/\(fd)", O_WRONLY)
+        defer { close(writeOnly) }
+        let hasher = FileHasher(fd: writeOnly, algorithms: [.sha256])
+        let output = try #require(DirectOutput.open(file: fd, at: 5000) { hasher.stage($0) })
+        let piece = [UInt8](repeating: 1, count: DirectOutput.chunkSize)
+        for _ in 0..<(DirectOutput.chunksPerOutput * 3) {
+            var waited = 0
+            while !output.hasRoom(for: piece.count, orWait: {}) && waited < 5000 {
+                usleep(1000)
+                waited += 1
+            }
+            #expect(waited < 5000, "no chunk came back")
+            try piece.withUnsafeBytes { try output.append($0) }
+        }
+        try output.close()
+        let got: [DigestAlgorithm: String]? = await withCheckedContinuation { done in
+            hasher.finish(size: 5000 + Int64(piece.count * DirectOutput.chunksPerOutput * 3)) { done.resume(returning: $0) }
+        }
+        #expect(got == nil)
+    }
+
     /// At most `maximumOutputs` downloads hold chunks at once; the next one is written buffered
     /// (no output) until one closes.
     @Test func theNumberOfOutputsIsBounded() throws {

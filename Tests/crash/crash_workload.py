@@ -103,14 +103,16 @@ class Workload(threading.Thread):
         size, seed = self.rng.choice(sizes), self._seed()
         path = f"/bytes/{size}?seed={seed}"
         if size >= MiB and self.rng.random() < 0.7:
-            path += f"&rate={self.rng.choice([MiB, 4 * MiB])}"  # still running when the kill comes
+            # Still running when the kill comes; 20 MiB is written with O_DIRECT from chunks.
+            rates = [MiB, 4 * MiB] if size < 16 * MiB else [4 * MiB, 16 * MiB]
+            path += f"&rate={self.rng.choice(rates)}"
         body: dict[str, Any] = {"kind": "download", "request": {"url": self.h.origin.url(path)}}
         if self.rng.random() < 0.2:
             body["download"] = {"destination": str(self.h.root / f"{seed}.bin")}
         return body, (Origin.expected_sha256(size, seed), size)
 
     def download(self, sid: str) -> None:
-        body, expected = self._download_body([1000, 40_000, 400_000, MiB, 3 * MiB])
+        body, expected = self._download_body([1000, 40_000, 400_000, MiB, 3 * MiB, 20 * MiB])
         self._create(sid, [body], [expected])
 
     def batch(self, sid: str) -> None:
