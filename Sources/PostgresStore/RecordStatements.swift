@@ -22,9 +22,17 @@ enum RecordStatements {
                     owner: rows.text(0, 3), principal: rows.text(0, 4))
     }
 
+    /// Client blobs past `cutoff` that no unfinished task uses. The replica that sweeps holds only
+    /// some sessions, so its own tasks cannot tell whether another replica's upload still needs a
+    /// blob: the unfinished tasks' documents are read once for the ids they name (`body_blob`).
     static func expiredBlobs(before cutoff: Timestamp, limit: Int, _ db: PostgresConnection) throws -> [String] {
-        let rows = try db.query("SELECT id FROM blobs WHERE owner IS NULL AND created_at < $1 ORDER BY created_at LIMIT $2",
-                                [String(cutoff.milliseconds), String(limit)])
+        let rows = try db.query("""
+            SELECT id FROM blobs WHERE owner IS NULL AND created_at < $1
+              AND id NOT IN (SELECT used FROM (SELECT substring(doc FROM '"body_blob":"([^"]+)"') AS used FROM tasks
+                                               WHERE state <> 'completed' AND strpos(doc, '"body_blob":"') > 0) named
+                             WHERE used IS NOT NULL)
+            ORDER BY created_at LIMIT $2
+            """, [String(cutoff.milliseconds), String(limit)])
         return (0..<rows.count).map { rows.text($0, 0)! }
     }
 

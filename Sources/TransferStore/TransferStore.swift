@@ -47,7 +47,8 @@ package protocol TransferStore: AnyObject, Sendable {
     // MARK: blobs and cookies
 
     func blob(_ id: String) throws -> Blob?
-    /// Client blobs (no owner) created before `cutoff`, oldest first.
+    /// Client blobs (no owner) created before `cutoff`, oldest first. A store that replicas share
+    /// (PostgreSQL) leaves out those an unfinished task uses; alone, the caller's own tasks tell.
     func expiredBlobs(before cutoff: Timestamp, limit: Int) throws -> [String]
     /// A session's cookies that have not expired.
     func loadCookies(session: String) throws -> [Cookie]

@@ -30,6 +30,25 @@ final class PostgresStoreTests: PostgresTestCase {
         }
     }
 
+    /// A blob past retention that an unfinished task of any replica still uploads from is not
+    /// offered for deletion; once that task completes, it is.
+    func testABlobAnUnfinishedTaskUsesDoesNotExpire() throws {
+        try TestPostgres.withSchema { url in
+            let store = try PostgresTransferStore(url: url)
+            defer { store.close() }
+            var upload = F.task("up", sequence: 1, state: .running, kind: .upload)
+            upload.body = .blob(id: "used", owned: false)
+            try store.apply([.upsertSession(F.session()), .insertBlob(F.blob("used")), .insertBlob(F.blob("free", at: F.start + 1)),
+                             F.insert(upload)])
+            let cutoff = Timestamp(milliseconds: F.start + 20_000)
+            XCTAssertEqual(try store.expiredBlobs(before: cutoff, limit: 10), ["free"])
+            upload.state = .completed
+            upload.completedAt = Timestamp(milliseconds: F.start + 2)
+            try store.apply([F.update(upload)])
+            XCTAssertEqual(try store.expiredBlobs(before: cutoff, limit: 10), ["used", "free"])
+        }
+    }
+
     /// The server goes away under a live store and comes back: meanwhile the store is not
     /// readable and commits fail (they neither crash nor hang); afterwards it reconnects by itself.
     func testStoreRecoversWhenTheServerRestarts() throws {
