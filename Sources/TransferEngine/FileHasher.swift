@@ -84,6 +84,22 @@ public final class FileHasher: @unchecked Sendable {
         }) { schedule() }
     }
 
+    /// `bytes` are written at `offset` (loop thread). Within the first `finishInline` bytes of the
+    /// file, with nothing before them left to hash, they are hashed right here from the caller's
+    /// buffer, still in cache: a small file is never read back. Otherwise as `advance`.
+    func written(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        let end = offset + Int64(bytes.count)
+        guard end <= Self.finishInline, control.withLock({ c in !c.cancelled && c.available <= offset && c.scheduleIfIdle() }) else {
+            return advance(to: end)
+        }
+        // Scheduled by this call, so `hashed` is this thread's until it lets go below.
+        if hashed == offset { consume(bytes) }
+        control.withLock { c in
+            c.available = max(c.available, end)
+            c.scheduled = false
+        }
+    }
+
     /// A chunk of the file is written (loop thread): it is hashed from memory, in file order.
     func stage(_ chunk: StagedChunk) {
         if control.withLock({ c -> Bool in

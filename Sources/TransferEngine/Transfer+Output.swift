@@ -30,9 +30,9 @@ extension Transfer {
             }
             done += n
         }
+        hasher?.written(data, at: writeOffset)
         writeOffset += Int64(data.count)
         handle.setReceived(writeOffset)
-        hasher?.advance(to: writeOffset)
         if writeOffset - writebackOffset >= Transfer.writebackStep { startWriteback() }
         return true
     }

@@ -3,7 +3,7 @@ import Glibc
 import Reactor
 import TestSupport
 import Testing
-import TransferEngine
+@testable import TransferEngine
 
 struct FileHasherTests {
     /// Writes `bytes` to a new temporary file and returns a descriptor open on it.
@@ -23,6 +23,27 @@ struct FileHasherTests {
         var digest: String?
         FileHasher(fd: fd, algorithms: [.sha256]).finish(size: Int64(bytes.count)) { digest = $0?[.sha256] }
         #expect(digest == TestOrigin.sha256(bytes))
+    }
+
+    /// The first 64 KiB of a file are hashed from the writer's buffer as they are written: the
+    /// hasher here cannot read its file (a write-only descriptor) and still has the digests.
+    @Test func aSmallFileIsHashedAsItIsWrittenNotReadBack() throws {
+        let bytes = TestOrigin.content(40_000)
+        let fd = Self.file([])
+        defer { close(fd) }
+        let writeOnly = open("/proc/self/fd/\(fd)", O_WRONLY)
+        defer { close(writeOnly) }
+        let hasher = FileHasher(fd: writeOnly, algorithms: [.sha256, .md5])
+        var offset = 0
+        for size in [1, 9_999, 16_384, 13_616] {
+            bytes[offset..<(offset + size)].withUnsafeBytes { hasher.written($0, at: Int64(offset)) }
+            offset += size
+        }
+        var digests: [DigestAlgorithm: String]?
+        hasher.finish(size: Int64(bytes.count)) { digests = $0 }
+        let want = DigestSet([.sha256, .md5])
+        bytes.withUnsafeBytes { want.update($0) }
+        #expect(digests == want.finalize())
     }
 
     /// A hasher hands out a checkpoint every 64 MiB it hashes; one continued from a checkpoint
