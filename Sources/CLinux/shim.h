@@ -28,6 +28,7 @@ static inline int transferd_start_writeback(int fd, long long offset, long long 
 #include <unistd.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/vfs.h>
 
 // openat2(2) has no glibc wrapper in Debian 12: call it by number. RESOLVE_BENEATH refuses any
 // resolution (.., absolute symlink, symlink target) that leaves the directory `dirfd` names.
@@ -52,6 +53,12 @@ static inline int transferd_link_descriptor(int fd, int dirfd, const char *name)
 // /proc, so that it is an open file description of its own and the first descriptor stays buffered
 // for everyone else reading or writing it. -1 where /proc is not mounted or the file system refuses
 // O_DIRECT (EINVAL). __O_DIRECT: O_DIRECT without _GNU_SOURCE, as __O_TMPFILE above.
+// transferd_filesystem_type: statfs(2)'s f_type of the file's file system (0 if unknown).
+static inline long transferd_filesystem_type(int fd) {
+    struct statfs fs;
+    return fstatfs(fd, &fs) == 0 ? (long)fs.f_type : 0;
+}
+
 static inline int transferd_open_direct(int fd) {
     char path[32];
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);

@@ -44,9 +44,11 @@ final class DirectOutput {
     private let handOff: (StagedChunk) -> Void
     private var closed = false
 
-    /// nil when the download stays buffered: enough direct outputs run already, or the file
-    /// cannot be opened with O_DIRECT (its file system refuses it, /proc is not mounted).
+    /// nil when the download stays buffered: its file system is a network one, enough direct
+    /// outputs run already, or the file cannot be opened with O_DIRECT (its file system refuses
+    /// it, /proc is not mounted).
     static func open(file fd: Int32, at offset: Int64, handOff: @escaping (StagedChunk) -> Void) -> DirectOutput? {
+        guard suitsDirectWrites(filesystem: Int(transferd_filesystem_type(fd))) else { return nil }
         guard outputs.add(1, ordering: .relaxed).newValue <= maximumOutputs else {
             outputs.subtract(1, ordering: .relaxed)
             return nil
@@ -72,6 +74,15 @@ final class DirectOutput {
     }
 
     deinit { release() }
+
+    /// statfs(2) magic numbers of network and FUSE file systems: NFS, SMB, SMB2, CIFS, Ceph,
+    /// FUSE, 9P, AFS, Lustre. There a direct write is a synchronous round trip to a server, and
+    /// it would hold the loop that long for every chunk; the page cache lets the client write
+    /// behind. (A shared volume of a cluster's replicas is often one of these.)
+    private static let networkFilesystems: Set<Int> = [0x6969, 0x517B, 0xFE53_4D42, 0xFF53_4D42, 0x00C3_6400,
+                                                        0x6573_5546, 0x0102_1997, 0x5346_414F, 0x0BD0_0BD0]
+
+    static func suitsDirectWrites(filesystem type: Int) -> Bool { !networkFilesystems.contains(type) }
 
     /// Whether a piece of `count` bytes can be taken without waiting for a chunk; if not,
     /// `waiter` runs (on the hasher's thread) once one comes back. The waiter is only made then.

@@ -12,9 +12,10 @@ import Reactor
 /// it continues from a `DigestCheckpoint` of that part. Every `checkpointStep` bytes it hands a
 /// checkpoint to `checkpointed`, for the caller to keep with the task.
 ///
-/// A download written with O_DIRECT (`DirectOutput`) hands its chunks over instead (`stage`):
-/// those bytes are hashed from memory, and given back to their pool; the bytes between staged
-/// chunks are read from the file as before.
+/// Two kinds of bytes are not read back: a file's first `finishInline` bytes, hashed by the
+/// writer from its own buffer (`written`), and the chunks of a download written with O_DIRECT
+/// (`DirectOutput`, `stage`), hashed from memory and given back to their pool. The bytes between
+/// are read from the file.
 public final class FileHasher: @unchecked Sendable {
     private let fd: Int32
     /// Owned by whichever pool thread runs `work` (one at a time, by `scheduled`).

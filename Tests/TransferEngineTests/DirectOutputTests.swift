@@ -147,6 +147,15 @@ import Testing
         #expect(got == nil)
     }
 
+    /// Network file systems keep the page cache: a direct write there is a round trip per chunk.
+    @Test func networkFileSystemsStayBuffered() {
+        #expect(DirectOutput.suitsDirectWrites(filesystem: 0xEF53))  // ext4
+        #expect(DirectOutput.suitsDirectWrites(filesystem: 0x5846_5342))  // XFS
+        for network in [0x6969, 0xFF53_4D42, 0x6573_5546, 0x00C3_6400] {  // NFS, CIFS, FUSE, Ceph
+            #expect(!DirectOutput.suitsDirectWrites(filesystem: network))
+        }
+    }
+
     /// At most `maximumOutputs` downloads hold chunks at once; the next one is written buffered
     /// (no output) until one closes.
     @Test func theNumberOfOutputsIsBounded() throws {
