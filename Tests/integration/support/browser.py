@@ -18,6 +18,7 @@ import tempfile
 from typing import Any, Callable, TypeVar
 
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -72,8 +73,11 @@ class Browser:
         self.wait_for(lambda d: d.find_element(By.ID, "principal").is_displayed())
 
     def wait_for(self, condition: Callable[[Any], T], timeout: float = WAIT, message: str = "") -> T:
-        """`condition(driver)` once truthy; selenium's TimeoutException after `timeout` seconds."""
-        return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(condition, message)
+        """`condition(driver)` once truthy; selenium's TimeoutException after `timeout` seconds.
+        An element the console replaced while the condition read it (a live view re-renders its
+        rows as events arrive) is looked for again at the next poll, not an error."""
+        return WebDriverWait(self.driver, timeout, poll_frequency=0.1,
+                             ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(condition, message)
 
     def button(self, name: str, within: Any = None) -> Any:
         """The one `<button>` whose visible name is `name` (within an element if given)."""
