@@ -101,9 +101,9 @@ final class DirectOutput {
         if position < start {
             let buffered = Int(min(Int64(rest.count), start - position))
             do {
-                try DirectOutput.write(fileFD, UnsafeRawBufferPointer(rebasing: rest.prefix(buffered)), at: position)
+                try FileWrite.all(fileFD, UnsafeRawBufferPointer(rebasing: rest.prefix(buffered)), at: position)
             } catch {
-                throw error.failure
+                throw error.transferFailure
             }
             position += Int64(buffered)
             rest = UnsafeRawBufferPointer(rebasing: rest.dropFirst(buffered))
@@ -153,38 +153,21 @@ final class DirectOutput {
     /// done again buffered, and so is every later one.
     private func flush(_ chunk: StagedChunk, direct: Int) throws(TransferFailure) {
         let bytes = chunk.contents
-        do throws(WriteError) {
+        do throws(FileWrite.Failure) {
             if directFD >= 0 && direct > 0 {
-                do throws(WriteError) {
-                    try DirectOutput.write(directFD, UnsafeRawBufferPointer(rebasing: bytes.prefix(direct)), at: chunk.offset)
+                do throws(FileWrite.Failure) {
+                    try FileWrite.all(directFD, UnsafeRawBufferPointer(rebasing: bytes.prefix(direct)), at: chunk.offset)
                 } catch where error.errno == EINVAL {
                     Glibc.close(directFD)
                     directFD = -1
                 }
             }
             let buffered = directFD >= 0 ? direct : 0
-            try DirectOutput.write(fileFD, UnsafeRawBufferPointer(rebasing: bytes.dropFirst(buffered)), at: chunk.offset + Int64(buffered))
+            try FileWrite.all(fileFD, UnsafeRawBufferPointer(rebasing: bytes.dropFirst(buffered)), at: chunk.offset + Int64(buffered))
         } catch {
             pool.give(chunk)
-            throw error.failure
+            throw error.transferFailure
         }
         handOff(chunk)
-    }
-
-    private struct WriteError: Error {
-        let errno: Int32
-        var failure: TransferFailure { TransferFailure(.cannotWriteToFile, "cannot write the file: \(String(cString: strerror(errno)))") }
-    }
-
-    private static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(WriteError) {
-        var done = 0
-        while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw WriteError(errno: errno)
-            }
-            done += n
-        }
     }
 }

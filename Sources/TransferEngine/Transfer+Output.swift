@@ -20,15 +20,11 @@ extension Transfer {
             handle.setReceived(writeOffset)
             return true
         }
-        var done = 0
-        while done < data.count {
-            let n = pwrite(outputFD, data.baseAddress! + done, data.count - done, off_t(writeOffset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                writeFailure = TransferFailure(.cannotWriteToFile, "cannot write the file: \(String(cString: strerror(errno)))")
-                return false
-            }
-            done += n
+        do {
+            try FileWrite.all(outputFD, data, at: writeOffset)
+        } catch {
+            writeFailure = error.transferFailure
+            return false
         }
         hasher?.written(data, at: writeOffset)
         writeOffset += Int64(data.count)
