@@ -5,7 +5,8 @@ import Reactor
 extension MultiLoop {
     /// Four times a second: a running transfer that moved no byte for its idle timeout ends with
     /// `timedOut`. Checked here rather than in a curl callback: curl calls none while a socket is
-    /// silent and no timer of its own is due.
+    /// silent and no timer of its own is due. The same pass tells which outputs became worth a
+    /// name for a restart (`PartialWorth`), a quarter second at most after they did.
     func scheduleIdleSweep() {
         loop.scheduleTimer(at: MonotonicClock.after(seconds: 0.25)) { [weak self] in
             guard let self else { return }
@@ -16,7 +17,9 @@ extension MultiLoop {
 
     private func sweepIdle() {
         let now = MonotonicClock.now()
-        let idle = sessions.values.flatMap(\.runningList).filter {
+        let running = sessions.values.flatMap(\.runningList)
+        for transfer in running { transfer.reportPartialWorthIfDue(now: now) }
+        let idle = running.filter {
             !$0.preparing && !$0.isPaused && !$0.awaitingChunk && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
         }
         for transfer in idle {

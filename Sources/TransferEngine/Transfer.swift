@@ -80,6 +80,9 @@ final class Transfer: @unchecked Sendable {
     /// When a byte last moved (monotonic ns), for the idle timeout.
     var lastActivity: UInt64 = MonotonicClock.now()
     var idleTimedOut = false
+    /// When it was admitted (monotonic ns), and whether its output was reported worth keeping.
+    private var admittedAt: UInt64 = 0
+    private var partialWorthReported = false
 
     // Why curl's own error code does not tell the whole story.
     var blockedAddress: String?
@@ -114,6 +117,7 @@ final class Transfer: @unchecked Sendable {
     func adopt(_ prepared: TransferFiles?) {
         if let prepared { files = prepared }
         lastActivity = MonotonicClock.now()
+        admittedAt = lastActivity
         if case .file(let fd, let offset) = files.output {
             outputFD = fd
             writeOffset = offset
@@ -125,6 +129,17 @@ final class Transfer: @unchecked Sendable {
         }
         let toSend = files.body.totalLength
         if toSend > 0 { handle.setExpectedToSend(toSend) }
+    }
+
+    /// Tells the observer, once, that the output file is worth a name (`PartialWorth`): checked
+    /// by the loop's sweep rather than per write, so the hot path pays nothing and a download
+    /// whose origin went quiet after its first bytes is still named a second on.
+    func reportPartialWorthIfDue(now: UInt64) {
+        guard spec.reportsPartialWorth, !partialWorthReported, !preparing, outputFD >= 0 else { return }
+        let announced = finalResponse.map { head in head.expectedContentLength.map { $0 + (resumedAtOffset ?? 0) } ?? .max }
+        guard PartialWorth.isWorthKeeping(written: writeOffset, running: now &- admittedAt, announced: announced) else { return }
+        partialWorthReported = true
+        observer.transferPartialWorthKeeping(handle)
     }
 
     // MARK: curl callbacks (loop thread, inside curl)
@@ -256,6 +271,7 @@ final class Transfer: @unchecked Sendable {
         if spec.verifyOriginDigests { hashDeclaredDigests(of: head) }
         if status == 200 || status == 206, let length = head.expectedContentLength { beginDirectOutput(expecting: length) }
         observer.transferReceivedResponse(handle, head, resumedAtOffset: resumedAtOffset)
+        reportPartialWorthIfDue(now: lastActivity)
         return true
     }
 

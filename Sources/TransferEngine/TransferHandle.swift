@@ -69,8 +69,12 @@ public protocol TransferObserver: AnyObject, Sendable {
     /// The output's digests stood so after its first `checkpoint.offset` bytes (`spec.checkpointDigests`).
     /// Called on a pool thread, every `FileHasher.checkpointStep` bytes hashed; must not block.
     func transferCheckpointedDigests(_ handle: TransferHandle, _ checkpoint: DigestCheckpoint)
+    /// The output file has run long enough or holds enough to be kept across a crash
+    /// (`spec.reportsPartialWorth`, `PartialWorth`). Called once per attempt, on the loop; quick.
+    func transferPartialWorthKeeping(_ handle: TransferHandle)
 }
 
 extension TransferObserver {
     public func transferCheckpointedDigests(_ handle: TransferHandle, _ checkpoint: DigestCheckpoint) {}
+    public func transferPartialWorthKeeping(_ handle: TransferHandle) {}
 }

@@ -38,6 +38,9 @@ public struct TransferSpec: Sendable {
     /// Report checkpoints of the digests (`TransferObserver.transferCheckpointedDigests`), for a
     /// file that may be continued later.
     public var checkpointDigests = false
+    /// Report once when the output file becomes worth a name for a restart (`PartialWorth`,
+    /// `TransferObserver.transferPartialWorthKeeping`).
+    public var reportsPartialWorth = false
     /// Where its body bytes are counted besides the engine's totals (nil: nowhere else).
     public var tally: ByteTally?
 

@@ -30,7 +30,7 @@ package struct TaskError: Sendable, Equatable {
 
 /// What the origin answered (the final response, after redirects).
 package struct TaskResponse: Sendable, Equatable {
-    var status: Int
+    package var status: Int
     package var headers: [Header]
     var mimeType: String?
     var expectedContentLength: Int64?

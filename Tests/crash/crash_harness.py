@@ -13,6 +13,8 @@ every task that got a 201 in a durable session must exist. A last start then run
   - every background task completes (successfully, unless the harness cancelled it); default tasks
     complete (`interrupted` allowed);
   - every successful download has the origin's sha256, in its result and in the bytes on disk;
+  - a slow small download that ran for over a second and a half before a kill was not fetched
+    from zero again (background) and was interrupted with resume data (default);
   - each durable session's journal is numbered without gaps and holds exactly one `task.completed`
     for each completed task;
   - each delegate received every journaled event at least once, first deliveries in seq order.
@@ -185,6 +187,7 @@ class Harness:
             time.sleep(0.5)
         self.check_acknowledged_exist()
         self.check_outcomes(stored)
+        self.check_progress_kept(stored)
         for sid in self.durable_sessions():
             self.check_journal(sid, stored[sid], deadline)
 
@@ -201,6 +204,34 @@ class Harness:
                 self.report.finding(f"{submitted.mode} task {sid}/{tid} ({task['kind']}) ended with {task['error']}")
             elif task["kind"] == "upload" and code is None and task["response"]["status"] != 201:
                 self.report.finding(f"upload {sid}/{tid} answered {task['response']['status']}")
+
+    # What ran this long before a kill had a named partial (a second, plus the loop's sweep and
+    # the head's flush, with margin).
+    KEPT_AFTER_SECONDS = 1.5
+
+    def check_progress_kept(self, stored: dict[str, dict[str, dict]]) -> None:
+        """A slow small download's progress survives kill -9 once it ran a second: a background
+        one's next request continues with Range, a default one is interrupted with resume data."""
+        requests_by_seed: dict[str, list] = {}
+        for record in self.origin.requests:
+            if seed := record.query.get("seed"):
+                requests_by_seed.setdefault(seed, []).append(record)
+        for (sid, tid), submitted in self.submitted.items():
+            if submitted.slow_seed is None or submitted.mode == "ephemeral" or submitted.cancelled:
+                continue
+            sent = sorted(requests_by_seed.get(submitted.slow_seed, []), key=lambda r: r.time)
+            ran = [r for r in sent if r.bytes_sent > 0 and r.end_time is not None
+                   and r.end_time - r.time >= self.KEPT_AFTER_SECONDS and r.bytes_sent < submitted.size]
+            if submitted.mode == "background":
+                for before, after in zip(sent, sent[1:]):
+                    if before in ran and not after.headers.get("Range"):
+                        self.report.finding(f"{sid}/{tid}: fetched from zero again after {before.bytes_sent} bytes in "
+                                            f"{before.end_time - before.time:.1f} s")
+            elif ran and sent[-1] in ran:
+                task = stored.get(sid, {}).get(tid) or {}
+                error = task.get("error") or {}
+                if error.get("code") == "interrupted" and not error.get("resume_data"):
+                    self.report.finding(f"{sid}/{tid}: interrupted without resume data after {sent[-1].bytes_sent} bytes")
 
     def check_journal(self, sid: str, tasks: dict[str, dict], deadline: float) -> None:
         events = all_events(self.td, sid)

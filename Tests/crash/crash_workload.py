@@ -43,6 +43,8 @@ class Submitted:
     sha256: str | None = None  # a download's expected content
     size: int | None = None
     cancelled: bool = False
+    # A slow small download's seed: what finds its requests at the origin (`Harness.check_progress_kept`).
+    slow_seed: str | None = None
 
     @property
     def mode(self) -> str:
@@ -73,8 +75,8 @@ class Workload(threading.Thread):
         self._n = 0
 
     def run(self) -> None:
-        actions = [(self.download, 5), (self.batch, 1), (self.upload, 2), (self.data, 2), (self.cancel_and_resume, 1),
-                   (self.suspend_and_resume, 1)]
+        actions = [(self.download, 5), (self.slow_small_download, 2), (self.batch, 1), (self.upload, 2), (self.data, 2),
+                   (self.cancel_and_resume, 1), (self.suspend_and_resume, 1)]
         choices = [a for a, weight in actions for _ in range(weight)]
         try:
             while not self.stop.is_set():
@@ -86,7 +88,7 @@ class Workload(threading.Thread):
         self._n += 1
         return f"r{self.round}-{self._n}"
 
-    def _create(self, sid: str, bodies: list[dict], expected: list[tuple[str | None, int | None]]) -> None:
+    def _create(self, sid: str, bodies: list[dict], expected: list[tuple[str | None, int | None]]) -> list[Submitted]:
         td = self.h.td
         if len(bodies) == 1:
             response = td.post(tasks_path(sid), json=bodies[0])
@@ -96,8 +98,9 @@ class Workload(threading.Thread):
             tasks = response.json()["tasks"] if response.status_code == 201 else []
         if response.status_code != 201 and not self.h.expected_refusal(sid, response):
             self.h.report.finding(f"creation refused: {response.status_code} {response.text[:300]}")
-        for task, (sha, size) in zip(tasks, expected):
-            self.submitted.append(Submitted(sid, task["id"], task["kind"], self.round, sha, size))
+        made = [Submitted(sid, task["id"], task["kind"], self.round, sha, size) for task, (sha, size) in zip(tasks, expected)]
+        self.submitted += made
+        return made
 
     def _download_body(self, sizes: list[int]) -> tuple[dict, tuple[str, int]]:
         size, seed = self.rng.choice(sizes), self._seed()
@@ -114,6 +117,14 @@ class Workload(threading.Thread):
     def download(self, sid: str) -> None:
         body, expected = self._download_body([1000, 40_000, 400_000, MiB, 3 * MiB, 20 * MiB])
         self._create(sid, [body], [expected])
+
+    def slow_small_download(self, sid: str) -> None:
+        """Under 1 MiB from an origin at 128–256 KiB/s: named once it ran a second, so a kill after
+        that must not make it start over."""
+        size, seed = self.rng.randint(200_000, MiB - 1), self._seed()
+        url = self.h.origin.url(f"/bytes/{size}?seed={seed}&rate={self.rng.choice([128, 256]) * 1024}")
+        for made in self._create(sid, [{"kind": "download", "request": {"url": url}}], [(Origin.expected_sha256(size, seed), size)]):
+            made.slow_seed = seed
 
     def batch(self, sid: str) -> None:
         made = [self._download_body([500, 5000, 50_000]) for _ in range(self.rng.randint(5, 30))]

@@ -141,10 +141,11 @@ def test_scheduled_tasks_hold_no_file_until_their_begin_at(transferd, origin):
     assert origin.requests == []
 
 
-def test_only_a_download_worth_continuing_has_a_name_before_it_completes(start_transferd, api_token, origin, tmp_path):
+def test_a_download_gets_a_name_once_a_crash_would_cost_a_second_or_a_mib(start_transferd, api_token, origin, tmp_path):
     """A download's file has no name until it is complete (O_TMPFILE), except a durable session's
-    large one with a validator, named for a restart to continue it: a crash leaves nothing of the
-    others behind, and the background one continues from its offset."""
+    one with a validator once it ran a second or holds 1 MiB — however small and slow — named for
+    a restart to continue it: a crash leaves nothing of the others behind, and the named ones
+    continue from their offsets."""
     root = tmp_path / "root"
     root.mkdir()
     td = start_transferd("--allow-path", str(root), api_token=api_token)
@@ -154,7 +155,7 @@ def test_only_a_download_worth_continuing_has_a_name_before_it_completes(start_t
     running = {
         "gone": create_task(td, ephemeral, download(origin.url(f"/bytes/{4 * MiB}?rate={MiB}"),
                                                     download={"destination": str(root / "gone.bin")})),
-        "small": create_task(td, background, download(origin.url(f"/bytes/{MiB}?{slow}&seed=s"),
+        "small": create_task(td, background, download(origin.url(f"/bytes/{MiB - 1}?{slow}&seed=s"),
                                                       download={"destination": str(root / "small.bin")})),
         "unvalidated": create_task(td, background, download(origin.url(f"/bytes/{4 * MiB}?{slow}&validators=none"),
                                                             download={"destination": str(root / "unvalidated.bin")})),
@@ -163,18 +164,59 @@ def test_only_a_download_worth_continuing_has_a_name_before_it_completes(start_t
     }
     for name, task in running.items():
         wait_progress(td, ephemeral if name == "gone" else background, task["id"], 128 * 1024)
-    partials = sorted(p.name for p in root.iterdir())
-    assert len(partials) == 1 and partials[0].startswith(".transferd-") and partials[0].endswith(".part"), partials
+    # Two seconds in (512 KiB at 256 KiB/s): the small slow one is worth a name too.
+    wait_progress(td, background, running["small"]["id"], 512 * 1024)
+    def partials():
+        return sorted(p.name for p in root.iterdir() if p.name.startswith("."))
+
+    # Still running (4 MiB at 1 MiB/s and 1 MiB at 256 KiB/s): both have their names by now.
+    assert len(partials()) == 2, f"two named partials: {sorted(p.name for p in root.iterdir())}"
+    assert all(p.startswith(".transferd-") and p.endswith(".part") for p in partials()), partials()
     td.kill9()
     td.restart()
-    # The background ones continue: the named one from its offset, the others from zero.
+    # The background ones continue: the named ones from their offsets, the other from zero.
     done = assert_success(wait_task(td, background, running["kept"]["id"]))
     assert done["result"]["sha256"] == Origin.expected_sha256(4 * MiB, "k")
-    assert any(r.status == 206 for r in origin.requests)
-    for name in ("small", "unvalidated"):
-        assert_success(wait_task(td, background, running[name]["id"], timeout=60))
+    small = assert_success(wait_task(td, background, running["small"]["id"], timeout=60))
+    assert small["result"]["sha256"] == Origin.expected_sha256(MiB - 1, "s")
+    continued = [r for r in origin.requests if "seed=s" in r.target and r.headers.get("Range")]
+    assert len(continued) == 1 and continued[0].status == 206, [(r.target, r.headers.get("Range")) for r in origin.requests]
+    assert_success(wait_task(td, background, running["unvalidated"]["id"], timeout=60))
     wait_for(lambda: sorted(p.name for p in root.iterdir()) == ["kept.bin", "small.bin", "unvalidated.bin"], timeout=15,
              message=lambda: f"only the completed files to be left: {sorted(p.name for p in root.iterdir())}")
+
+
+def slow_small_download_killed_half_way(td, origin, mode: str, seed: str) -> tuple[str, dict, int]:
+    """A 768 KiB download at 128 KiB/s in a new session of `mode`, killed with SIGKILL three seconds
+    in (384 KiB), once its response head is stored, and transferd started again."""
+    size = 768 * 1024
+    sid = create_session(td, mode=mode)
+    task = create_task(td, sid, download(origin.url(f"/bytes/{size}?seed={seed}&rate={128 * 1024}")))
+    wait_events(td, sid, lambda events: of_type(events, "task.response_received", task["id"]))
+    wait_progress(td, sid, task["id"], 384 * 1024)
+    td.kill9()
+    td.restart()
+    return sid, task, size
+
+
+def test_a_slow_small_background_download_continues_after_kill9(transferd, origin):
+    sid, task, size = slow_small_download_killed_half_way(transferd, origin, "background", "ssb")
+    done = assert_success(wait_task(transferd, sid, task["id"], timeout=60))
+    assert done["result"]["sha256"] == Origin.expected_sha256(size, "ssb")
+    first, second = origin.requests
+    assert second.headers.get("Range", "").startswith("bytes=") and second.status == 206, second.headers
+    offset = int(second.headers["Range"][len("bytes="):-1])
+    assert offset >= 384 * 1024 and second.bytes_sent == size - offset
+
+
+def test_a_slow_small_default_download_is_interrupted_with_resume_data_after_kill9(transferd, origin):
+    sid, task, size = slow_small_download_killed_half_way(transferd, origin, "default", "ssd")
+    done = assert_task_error(wait_task(transferd, sid, task["id"]), "interrupted")
+    token = done["error"]["resume_data"]
+    assert token, done["error"]
+    resumed = run_task(transferd, sid, {"kind": "download", "resume_data": token}, timeout=60)
+    assert assert_success(resumed)["result"]["sha256"] == Origin.expected_sha256(size, "ssd")
+    assert origin.requests[-1].status == 206 and origin.requests[-1].bytes_sent <= size - 384 * 1024
 
 
 def test_a_suspended_download_keeps_its_partial_by_name(transferd, origin):

@@ -20,7 +20,8 @@ struct OutputLocation {
 /// downloads into one directory, the renames spun on that lock for a fifth of transferd's CPU).
 /// A file gets its temporary name earlier only when something must find it again by name: a
 /// later attempt continuing it (`keep`), resume data (`keepForResume`), or a restart after a
-/// crash (`nameForRestart`, for large downloads of durable sessions). File systems without `O_TMPFILE`
+/// crash (`nameForRestart`: a durable session's download once it ran a second or holds a MiB,
+/// `PartialWorth`). File systems without `O_TMPFILE`
 /// get the named temporary file from the start.
 final class TaskOutput: @unchecked Sendable {
     let directoryFD: Int32

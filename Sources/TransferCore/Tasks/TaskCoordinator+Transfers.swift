@@ -59,6 +59,9 @@ extension TaskCoordinator {
         spec.digests = record.kind == .download ? record.computedDigests : []
         spec.verifyOriginDigests = record.kind == .download && configuration.verifyOriginDigests
         spec.checkpointDigests = record.isResumable
+        // A durable session's download is named once a crash would lose a second or a MiB of it,
+        // so the next start continues it (background) or offers it as resume data (default).
+        spec.reportsPartialWorth = record.isResumable && session.mode.isDurable
         spec.maxBodyBytes = record.kind == .download ? record.maxBytes : limits.maxDataBodyBytes
         spec.tally = metrics.tally(forSession: session.identifier)
 
@@ -171,16 +174,6 @@ extension TaskCoordinator {
         return ".transferd-" + String(hash, radix: 16) + ".part"
     }
 
-    /// Whether a durable session's download gets its temporary name as its response arrives, so
-    /// that a crash leaves it to be continued (background) or offered as resume data (default;
-    /// `TaskOutput`): when its bytes can be resumed (a
-    /// validator for `If-Range`) and there may be many of them (over a MiB, or not said). A
-    /// smaller file is cheaper to fetch again than to name twice.
-    static func worthNamingForRestart(_ response: ResponseHead) -> Bool {
-        guard (200...299).contains(response.status), validator(response) != nil else { return false }
-        return (response.expectedContentLength ?? .max) > 1 << 20
-    }
-
     /// Applies a change a running transfer reported (a response head, a redirect) to the task in
     /// memory at once; it is stored with its events a moment later (at most 0.2 s, with the other
     /// tasks' changes of that moment: `PendingChangeFlush`), or with the task's
@@ -260,11 +253,7 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
             json.endObject()
             events.append(EventDraft(.taskResumedAtOffset, task: entry.record.id, data: json.bytes))
         }
-        let output: TaskOutput? = session.locked {
-            _ = coordinator.step(entry, .responseHead)
-            return entry.record.isResumable && session.mode.isDurable ? entry.output : nil
-        }
-        if let output, TaskCoordinator.worthNamingForRestart(response) { output.nameForRestart() }
+        session.locked { _ = coordinator.step(entry, .responseHead) }
         coordinator.noteTransferChange(entry, in: session, events: events) { record in
             record.response = head
             record.currentURL = response.url
@@ -273,6 +262,17 @@ final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
             // A file that starts over has no use for the digests of what it held.
             if resumedAtOffset == nil { record.digestCheckpoint = nil }
         }
+    }
+
+    /// Names the partial file for the next start — when it can be continued at all: a 2xx with
+    /// a validator for `If-Range` (without one, the next attempt starts from zero anyway).
+    func transferPartialWorthKeeping(_ handle: TransferHandle) {
+        let output: TaskOutput? = session.locked {
+            guard entry.transfer === handle, let status = entry.record.response?.status, (200...299).contains(status),
+                  entry.record.validator != nil else { return nil }
+            return entry.output
+        }
+        output?.nameForRestart()
     }
 
     func transferCheckpointedDigests(_ handle: TransferHandle, _ checkpoint: DigestCheckpoint) {
