@@ -112,6 +112,7 @@ final class MultiLoop: @unchecked Sendable {
         transfer.adopt(files)
         transfer.loop = loop
         transfer.writesDirect = shared.directWrites
+        transfer.fence = shared.fence
         // Under `never` with an empty jar there is nothing to send and nothing may be kept, not
         // even along this transfer's redirects: the engine stays off.
         let cookies = q.settings.cookies
