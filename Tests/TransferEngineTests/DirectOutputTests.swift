@@ -150,7 +150,7 @@ import Testing
     /// A slow download: bytes that waited in the chunk for `holdLimit` have their whole blocks
     /// written at the next piece, without waiting for the chunk to fill; the rest of the block
     /// starts the next chunk, so later direct writes stay aligned and the file stays a prefix.
-    @Test func blocksHeldForASecondAreWrittenBeforeTheChunkFills() throws {
+    @Test func blocksHeldPastTheLimitAreWrittenBeforeTheChunkFills() throws {
         let body = TestOrigin.content(3 * DirectOutput.alignment + 1000)
         let fd = Self.file(holding: [])
         defer { close(fd) }
@@ -159,11 +159,11 @@ import Testing
             handed.withLock { $0.append((chunk.offset, chunk.count)) }
             chunk.pool?.give(chunk)
         })
-        let second = DirectOutput.holdLimit
-        try body[..<10_000].withUnsafeBytes { try output.append($0, at: 5 * second) }
-        try body[10_000..<12_000].withUnsafeBytes { try output.append($0, at: 6 * second - 1) }
-        #expect(Self.contents(of: fd).isEmpty, "written before the first bytes waited a second")
-        try body[12_000...].withUnsafeBytes { try output.append($0, at: 6 * second) }
+        let limit = DirectOutput.holdLimit
+        try body[..<10_000].withUnsafeBytes { try output.append($0, at: 5 * limit) }
+        try body[10_000..<12_000].withUnsafeBytes { try output.append($0, at: 6 * limit - 1) }
+        #expect(Self.contents(of: fd).isEmpty, "written before the first bytes waited the limit")
+        try body[12_000...].withUnsafeBytes { try output.append($0, at: 6 * limit) }
         #expect(Self.contents(of: fd) == Array(body[..<(3 * DirectOutput.alignment)]))
         #expect(handed.withLock { $0 }.map(\.offset) == [0])
         try output.close()

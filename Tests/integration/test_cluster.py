@@ -180,8 +180,8 @@ def test_a_frozen_holder_thawed_after_another_replica_finished_writes_nothing_mo
 
 def test_a_killed_holders_large_download_continues_elsewhere_with_range_within_the_lease_and_five_seconds(
         cluster, postgres):
-    """24 MiB: written with O_DIRECT in 1 MiB chunks. Killed 1.5 s in, with less than a chunk
-    received: what arrived more than a second before the kill is on disk, and continued."""
+    """24 MiB: written with O_DIRECT in 1 MiB chunks. Killed under a second in, with less than a
+    chunk received (as bench/cluster.sh does): what arrived before is on disk, and continued."""
     size = 24 * MiB
     rate = 256 * KiB
     with Origin() as origin:
@@ -189,7 +189,7 @@ def test_a_killed_holders_large_download_continues_elsewhere_with_range_within_t
         sid = create_session(first, mode="background")
         assert holder_of(cluster, postgres, sid) is first
         task = create_task(first, sid, download(origin.url(f"/bytes/{size}?seed=killed&rate={rate}&rate_until={2 * MiB}")))
-        wait_progress(first, sid, task["id"], at_least=rate * 3 // 2)
+        wait_progress(first, sid, task["id"], at_least=rate * 3 // 4)
         killed_at = time.monotonic()
         first.kill9()
 
