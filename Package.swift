@@ -98,7 +98,7 @@ let package = Package(
         // Cluster mode: this replica's leases on sessions in the shared store (heartbeat, renewal,
         // takeover of a dead replica's sessions) and where a session's requests go.
         .target(name: "Cluster", dependencies: [
-            "CLinux", "Postgres", "PostgresStore", "Reactor", "TransferAPI", "TransferCore", "TransferStore",
+            "CLinux", "Postgres", "PostgresStore", "Reactor", "TransferAPI", "TransferCore", "TransferEngine", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -188,7 +188,7 @@ let package = Package(
             .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
         ]),
         .testTarget(name: "TransferctlTests", dependencies: ["transferctl"]),
-        .testTarget(name: "ClusterTests", dependencies: ["Cluster"]),
+        .testTarget(name: "ClusterTests", dependencies: ["Cluster", "TransferEngine"]),
         .testTarget(name: "TransferStoreTests", dependencies: [
             "Digests", "JSON", "Postgres", "PostgresStore", "Reactor", "SQLiteStore", "Store", "TestSupport", "TransferEngine", "TransferModel",
             "TransferStore",

@@ -1,6 +1,7 @@
 import Logging
 import Reactor
 import TransferCore
+import TransferEngine
 import TransferStore
 
 /// This replica's part in a cluster: every `interval` it says it is alive, renews the leases of
@@ -8,7 +9,9 @@ import TransferStore
 /// dead one's), bringing them into memory. What the leases allow is `LeaseKeeper`'s to say; this
 /// only talks to the store and the coordinator. Store calls block, so they run on a thread of
 /// their own; the deadline is also checked from the coordinator's clock, so a store call that
-/// hangs cannot keep this replica acting past its leases.
+/// hangs cannot keep this replica acting past its leases. The same deadline holds the engine's
+/// writes to files (`WriteFence`): a check on a timer comes too late for a process that was frozen
+/// and wakes up with bytes waiting in its sockets, a check before each write does not.
 package final class ClusterMembership: @unchecked Sendable {
     package let replica: String
     package let address: String
@@ -94,7 +97,14 @@ package final class ClusterMembership: @unchecked Sendable {
             replicasAlive(try leasing.heartbeat(replica: replica, address: address, ttlSeconds: keeper.withLock { $0.ttl }))
             let held = try leasing.renewLeases(owner: replica, ttlSeconds: keeper.withLock { $0.ttl })
             let after = Set(coordinator.heldSessions)
-            perform(keeper.withLock { $0.handle(.renewed(sentAt: sentAt, before: before, held: held, after: after)) })
+            let (actions, actsUntil) = keeper.withLock { keeper in
+                (keeper.handle(.renewed(sentAt: sentAt, before: before, held: held, after: after)), keeper.actsUntil)
+            }
+            // Sessions lost are let go (their transfers fenced) before the fence moves on for
+            // the others: a replica thawed past its deadline renews, and must not write for the
+            // sessions that renewal no longer holds.
+            perform(actions)
+            if let actsUntil { coordinator.writeFence?.allow(until: actsUntil) }
             if holdsLeases {
                 let claimed = try leasing.claimSessions(owner: replica, ttlSeconds: keeper.withLock { $0.ttl },
                                                         limit: ClusterMembership.claimBatch)
@@ -134,5 +144,7 @@ package final class ClusterMembership: @unchecked Sendable {
         }
     }
 
-    private static func now() -> Double { Double(MonotonicClock.now()) / 1e9 }
+    /// The clock the deadline is kept on, the same as the write fence's: it runs on while the
+    /// machine is suspended, as the store's does.
+    private static func now() -> Double { LeaseClock.seconds() }
 }

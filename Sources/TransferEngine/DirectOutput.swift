@@ -16,7 +16,11 @@ import Synchronization
 /// is not a whole block and for the fsync that ends the download. Direct writes start at the first
 /// block boundary at or after where the download continues; bytes before it are written buffered.
 /// What is written is always a prefix of the file: chunks are written in order, so a crash leaves
-/// a file that a resumed download can continue.
+/// a file that a resumed download can continue. A slow download does not fill a chunk for a long
+/// time; whole blocks held longer than `holdLimit` are written without waiting for the rest, so
+/// after `kill -9` (or a takeover by another replica) it continues from what arrived up to a tenth
+/// of a second before, almost as a buffered download would, instead of from the start of the
+/// chunk (at 1 MiB/s: a second).
 final class DirectOutput {
     static let alignment = 4096
     static let chunkSize = 1 << 20
@@ -27,6 +31,10 @@ final class DirectOutput {
     /// Downloads written this way at once, process-wide: their chunks (up to 4 MiB each) are
     /// resident memory, where the page cache's pages are not counted against the service.
     static let maximumOutputs = 16
+    /// How long received bytes may wait in a chunk (monotonic ns) before their whole blocks are
+    /// written. A fast download fills its chunks well within it and never writes less than one;
+    /// one slower than 10 MiB/s writes ten times a second, a cost nobody notices at that rate.
+    static let holdLimit: UInt64 = 100_000_000
     private static let outputs = Atomic<Int>(0)
 
     let pool: ChunkPool
@@ -43,6 +51,8 @@ final class DirectOutput {
     /// Where written chunks go: the hasher, or straight back to the pool.
     private let handOff: (StagedChunk) -> Void
     private var closed = false
+    /// When the oldest byte in `current` arrived (monotonic ns); nil while it is empty.
+    private var heldSince: UInt64?
 
     /// nil when the download stays buffered: its file system is a network one, enough direct
     /// outputs run already, or the file cannot be opened with O_DIRECT (its file system refuses
@@ -94,9 +104,10 @@ final class DirectOutput {
         return spare != nil
     }
 
-    /// Takes the piece: written at once where it precedes `start`, else copied into chunks, each
-    /// written as it fills.
-    func append(_ data: UnsafeRawBufferPointer) throws(TransferFailure) {
+    /// Takes the piece (arrived at `now`, monotonic ns): written at once where it precedes
+    /// `start`, else copied into chunks, each written as it fills or once its first bytes have
+    /// waited `holdLimit`.
+    func append(_ data: UnsafeRawBufferPointer, at now: UInt64) throws(TransferFailure) {
         var rest = data
         if position < start {
             let buffered = Int(min(Int64(rest.count), start - position))
@@ -109,6 +120,7 @@ final class DirectOutput {
             rest = UnsafeRawBufferPointer(rebasing: rest.dropFirst(buffered))
         }
         while !rest.isEmpty {
+            if current.count == 0 { heldSince = now }
             let n = min(current.remaining, rest.count)
             (current.bytes + current.count).copyMemory(from: rest.baseAddress!, byteCount: n)
             current.count += n
@@ -119,9 +131,28 @@ final class DirectOutput {
                 current = spare ?? pool.take(beyondLimit: true) {}!
                 spare = nil
                 current.offset = full.end
+                heldSince = nil
                 try flush(full, direct: full.count)
             }
         }
+        if let heldSince, now &- heldSince >= DirectOutput.holdLimit, current.count >= DirectOutput.alignment {
+            try writeHeldBlocks(at: now)
+        }
+    }
+
+    /// Writes the whole blocks of a chunk that has waited too long, and hands them on; the bytes
+    /// past the last whole block start the next chunk (direct writes stay block-aligned).
+    private func writeHeldBlocks(at now: UInt64) throws(TransferFailure) {
+        let held = current
+        let whole = held.count / DirectOutput.alignment * DirectOutput.alignment
+        current = spare ?? pool.take(beyondLimit: true) {}!
+        spare = nil
+        current.offset = held.offset + Int64(whole)
+        current.count = held.count - whole
+        current.bytes.copyMemory(from: held.bytes + whole, byteCount: current.count)
+        held.count = whole
+        heldSince = current.count > 0 ? now : nil
+        try flush(held, direct: whole)
     }
 
     /// Writes what the last chunk holds (its whole blocks direct, the rest buffered) and lets go
@@ -129,15 +160,26 @@ final class DirectOutput {
     /// transfer, so that a failed or stopped download's file is whole up to where it stopped.
     func close() throws(TransferFailure) {
         guard !closed else { return }
-        defer {
-            if let spare { pool.give(spare) }
-            spare = nil
-            pool.close()
-            release()
-        }
         let chunk = current
-        guard chunk.count > 0 else { return pool.give(chunk) }
+        guard chunk.count > 0 else { return abandon() }
+        defer { letGo() }
         try flush(chunk, direct: chunk.count / DirectOutput.alignment * DirectOutput.alignment)
+    }
+
+    /// Lets go of the chunks and the direct descriptor without writing what the last chunk holds
+    /// (a fenced attempt: the file may be another replica's now). The file holds a prefix of the
+    /// download, as after a crash.
+    func abandon() {
+        guard !closed else { return }
+        pool.give(current)
+        letGo()
+    }
+
+    private func letGo() {
+        if let spare { pool.give(spare) }
+        spare = nil
+        pool.close()
+        release()
     }
 
     private func release() {

@@ -18,6 +18,8 @@ final class EngineShared: Sendable {
     let bandwidthGroups: (any BandwidthGroupResolver)?
     /// `--direct-writes`: large downloads may be written with O_DIRECT.
     let directWrites: Bool
+    /// Cluster mode: checked before every write to an output file (nil: one node, nothing fences).
+    let fence: WriteFence?
     private let running = Atomic<Int>(0)
     private let urgentWaiting = Atomic<Int>(0)
     private let loops = Locked<[MultiLoop]>([])
@@ -29,9 +31,11 @@ final class EngineShared: Sendable {
     /// completions waits behind a burst of admissions on the pool's few threads.
     let preparations = DispatchQueue(label: "transferd.prepare", qos: .utility, attributes: .concurrent)
 
-    init(maxRunning: Int, maxBytesPerSecond: Int64?, bandwidthGroups: (any BandwidthGroupResolver)? = nil, directWrites: Bool = true) {
+    init(maxRunning: Int, maxBytesPerSecond: Int64?, bandwidthGroups: (any BandwidthGroupResolver)? = nil, directWrites: Bool = true,
+         fence: WriteFence? = nil) {
         self.maxRunning = maxRunning
         self.directWrites = directWrites
+        self.fence = fence
         bandwidth = maxBytesPerSecond.map { BandwidthGroup(name: "global", bytesPerSecond: $0) }
         self.bandwidthGroups = bandwidthGroups
     }

@@ -77,6 +77,10 @@ final class MultiLoop: @unchecked Sendable {
         let q = transfer.session
         // The session's TLS files could not be read: no transfer runs without them.
         if let failure = q.settings.tls.unavailable { return refuse(transfer, failure) }
+        // Cluster mode: past the lease's deadline not even the output is opened — continuing it
+        // truncates or names a file another replica may hold by now.
+        transfer.fence = shared.fence
+        if transfer.isFenced() { return refuse(transfer, nil) }
         guard let preparer = transfer.spec.preparer else { return launch(transfer, files: nil) }
         transfer.preparing = true
         // Counted as undelivered until it is back: a shutdown waits for its outcome too.

@@ -6,12 +6,23 @@ import Reactor
 /// Writing the response body to the output file (loop thread): buffered through the page cache,
 /// or — for a large download, from its final response head on — with O_DIRECT (`DirectOutput`).
 extension Transfer {
-    /// The `.file` case of the write callback; false (with `writeFailure`) when the file cannot
-    /// be written.
-    func writeToFile(_ data: UnsafeRawBufferPointer) -> Bool {
+    /// Cluster mode: whether the lease's deadline has passed or the session was let go, so
+    /// nothing more may be written to the output — checked before every write, the bytes that
+    /// waited in the socket while this process was frozen included. A fenced transfer stops
+    /// (`StopReason.fenced`). The handle's flag matters once a renewal has moved the replica's
+    /// deadline on again: the sessions it lost were let go first, their transfers fenced.
+    func isFenced() -> Bool {
+        guard let fence, handle.isFenced || !fence.permitsNow else { return false }
+        stopReason = .fenced
+        return true
+    }
+
+    /// The `.file` case of the write callback (`now`: monotonic ns); false (with `writeFailure`)
+    /// when the file cannot be written.
+    func writeToFile(_ data: UnsafeRawBufferPointer, at now: UInt64) -> Bool {
         if let direct {
             do {
-                try direct.append(data)
+                try direct.append(data, at: now)
             } catch {
                 writeFailure = error
                 return false
@@ -63,12 +74,17 @@ extension Transfer {
     }
 
     /// The attempt ends: what the direct output holds is written, so the file holds every byte
-    /// counted in `writeOffset`. The failure, when that cannot be done.
+    /// counted in `writeOffset` — unless the attempt was fenced, when nothing more is. The
+    /// failure, when that cannot be done.
     func closeDirectOutput() -> TransferFailure? {
         guard let direct else { return nil }
         self.direct = nil
         awaitingChunk = false
         writebackOffset = writeOffset
+        if stopReason == .fenced || isFenced() {
+            direct.abandon()
+            return nil
+        }
         do {
             try direct.close()
         } catch {

@@ -59,6 +59,8 @@ final class Transfer: @unchecked Sendable {
     var loop: EventLoop?
     /// The engine lets a large download be written with O_DIRECT.
     var writesDirect = false
+    /// Cluster mode: the lease's deadline for writes to the output (`WriteFence`).
+    var fence: WriteFence?
     private var memoryBody: [UInt8] = []
     private var received: Int64 = 0
     /// Hashes the output file a step behind the writes (`spec.digests`), from admission on.
@@ -152,14 +154,15 @@ final class Transfer: @unchecked Sendable {
             guard pacer.mayMove(self) else { return Int(transferd_writefunc_pause()) }
             pacer.moved(data.count, by: self)
         }
-        lastActivity = MonotonicClock.now()
+        let now = MonotonicClock.now()
+        lastActivity = now
         if let max = spec.maxBodyBytes, (resumedAtOffset ?? 0) + received + Int64(data.count) > max {
             writeFailure = TransferFailure(.dataLengthExceedsMaximum, "the response body is larger than \(max) bytes")
             return 0
         }
         switch files.output {
         case .file:
-            guard writeToFile(data) else { return 0 }
+            guard !isFenced(), writeToFile(data, at: now) else { return 0 }
         case .memory:
             memoryBody.append(contentsOf: data)
             handle.setReceived(Int64(memoryBody.count))
@@ -305,6 +308,7 @@ final class Transfer: @unchecked Sendable {
             return true
         }
         guard case .file = files.output else { return true }
+        guard !isFenced() else { return false }
         if ftruncate(outputFD, 0) != 0 {
             writeFailure = TransferFailure(.cannotWriteToFile, "cannot truncate the file: \(String(cString: strerror(errno)))")
             return false

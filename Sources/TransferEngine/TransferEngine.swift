@@ -6,6 +6,8 @@ import Glibc
 /// The loops share a cap on transfers running at once and the bandwidth groups (`EngineShared`).
 public final class TransferEngine: Sendable {
     private let loops: [MultiLoop]
+    /// Cluster mode: what every write to an output file is checked against (nil: one node).
+    public let fence: WriteFence?
 
     /// `curl_global_init` must run once, before any other thread uses curl.
     public static func globalInit() {
@@ -16,11 +18,13 @@ public final class TransferEngine: Sendable {
     /// turns); `maxBytesPerSecond`: body bytes per second across all transfers; `bandwidthGroups`:
     /// the groups each session's transfers share a rate with besides (its own limit and the global
     /// one apply as well); `directWrites`: large downloads are written with O_DIRECT
-    /// (`DirectOutput`) where their file system takes it.
+    /// (`DirectOutput`) where their file system takes it; `fence`: cluster mode's deadline for
+    /// writes to files, past which a transfer stops with `StopReason.fenced`.
     public init(loopCount: Int, policy: NetworkPolicy, maxRunning: Int = 10_000, maxBytesPerSecond: Int64? = nil,
-                bandwidthGroups: (any BandwidthGroupResolver)? = nil, directWrites: Bool = true) {
+                bandwidthGroups: (any BandwidthGroupResolver)? = nil, directWrites: Bool = true, fence: WriteFence? = nil) {
+        self.fence = fence
         let shared = EngineShared(maxRunning: max(1, maxRunning), maxBytesPerSecond: maxBytesPerSecond,
-                                  bandwidthGroups: bandwidthGroups, directWrites: directWrites)
+                                  bandwidthGroups: bandwidthGroups, directWrites: directWrites, fence: fence)
         loops = (0..<max(1, loopCount)).map { MultiLoop(index: $0, policy: policy, shared: shared) }
         shared.attach(loops)
     }

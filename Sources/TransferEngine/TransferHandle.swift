@@ -27,6 +27,7 @@ public final class TransferHandle: Sendable {
     private let sent = Atomic<Int64>(0)
     private let expectedToSend = Atomic<Int64>(-1)
     private let phaseValue = Atomic<Int>(TransferPhase.waiting.rawValue)
+    private let fenced = Atomic<Bool>(false)
 
     init(spec: TransferSpec, loop: MultiLoop) {
         self.spec = spec
@@ -42,10 +43,15 @@ public final class TransferHandle: Sendable {
     public var phase: TransferPhase { TransferPhase(rawValue: phaseValue.load(ordering: .relaxed)) ?? .waiting }
 
     /// Stops the transfer; its observer then gets an outcome with this `stopReason`. Partial
-    /// output stays where it is, for the caller to keep or remove.
+    /// output stays where it is, for the caller to keep or remove. `.fenced` takes effect at once:
+    /// from this call on, the transfer writes nothing more, even before its loop gets to stop it.
     public func stop(_ reason: StopReason) {
+        if reason == .fenced { fenced.store(true, ordering: .releasing) }
         loop.stop(self, reason: reason)
     }
+
+    /// Stopped with `.fenced`: its writes are refused.
+    var isFenced: Bool { fenced.load(ordering: .acquiring) }
 
     func setReceived(_ value: Int64) { received.store(value, ordering: .relaxed) }
     func setExpected(_ value: Int64) { expected.store(value, ordering: .relaxed) }

@@ -26,6 +26,10 @@ public struct TransferFailure: Error, Sendable, Equatable {
 /// Why the engine was asked to stop a transfer early.
 public enum StopReason: Sendable, Equatable {
     case cancelled, suspended, shutdown, resourceTimeout
+    /// Cluster mode: the session's lease is lost — a write to the output came past the lease's
+    /// deadline (`WriteFence`), or the caller let the session go — and no more was written; the
+    /// session's files may be another replica's by now.
+    case fenced
 }
 
 /// The head of the final response (after redirects).

@@ -1,4 +1,5 @@
 import Cluster
+import TransferEngine
 import XCTest
 
 final class LeaseKeeperTests: XCTestCase {
@@ -55,5 +56,20 @@ final class LeaseKeeperTests: XCTestCase {
         var keeper = LeaseKeeper(ttl: 15, margin: 3)
         XCTAssertEqual(keeper.handle(.claimed(["x"])), [.adopt(["x"])])
         XCTAssertEqual(keeper.handle(.claimed([])), [])
+    }
+}
+
+/// The write fence ends where the keeper stops acting: a renewal sent at 100 s (however late its
+/// answer) keeps the store's lease until at least 115 s, when another replica may claim it;
+/// writes stop at 112 s.
+final class LeaseKeeperFenceTests: XCTestCase {
+    func testTheFenceEndsAMarginBeforeTheStoresExpiryCountedFromWhenTheRenewalWasSent() {
+        var keeper = LeaseKeeper(ttl: 15, margin: 3)
+        _ = keeper.handle(.renewed(sentAt: 100, before: [], held: [], after: []))
+        let fence = WriteFence()
+        fence.allow(until: keeper.actsUntil!)
+        XCTAssertTrue(fence.permits(at: 111_900_000_000))
+        XCTAssertFalse(fence.permits(at: 112_000_000_000))
+        XCTAssertFalse(keeper.mayAct(at: 112))
     }
 }

@@ -54,7 +54,7 @@ import Testing
         for piece in Self.pieces(of: body) {
             let room = output.hasRoom(for: piece.count, orWait: {})
             #expect(room)
-            try piece.withUnsafeBytes { try output.append($0) }
+            try piece.withUnsafeBytes { try output.append($0, at: 0) }
         }
         #expect(output.position == Int64(prefix.count + body.count))
         try output.close()
@@ -79,7 +79,7 @@ import Testing
         for _ in 0..<(DirectOutput.chunksPerOutput - 1) {
             let room = output.hasRoom(for: piece.count, orWait: {})
             #expect(room)
-            try piece.withUnsafeBytes { try output.append($0) }
+            try piece.withUnsafeBytes { try output.append($0, at: 0) }
         }
         #expect(away.withLock { $0.count } == DirectOutput.chunksPerOutput - 1)
         let roomForAFourth = output.hasRoom(for: piece.count, orWait: { woken.withLock { $0 += 1 } })
@@ -108,7 +108,7 @@ import Testing
         for piece in Self.pieces(of: body) {
             let room = ThreadSignal()
             if !output.hasRoom(for: piece.count, orWait: { room.post() }) { room.wait() }
-            try piece.withUnsafeBytes { try output.append($0) }
+            try piece.withUnsafeBytes { try output.append($0, at: 0) }
         }
         try output.close()
         let got: [DigestAlgorithm: String]? = await withCheckedContinuation { done in
@@ -138,13 +138,55 @@ import Testing
                 waited += 1
             }
             #expect(waited < 5000, "no chunk came back")
-            try piece.withUnsafeBytes { try output.append($0) }
+            try piece.withUnsafeBytes { try output.append($0, at: 0) }
         }
         try output.close()
         let got: [DigestAlgorithm: String]? = await withCheckedContinuation { done in
             hasher.finish(size: 5000 + Int64(piece.count * DirectOutput.chunksPerOutput * 3)) { done.resume(returning: $0) }
         }
         #expect(got == nil)
+    }
+
+    /// A slow download: bytes that waited in the chunk for `holdLimit` have their whole blocks
+    /// written at the next piece, without waiting for the chunk to fill; the rest of the block
+    /// starts the next chunk, so later direct writes stay aligned and the file stays a prefix.
+    @Test func blocksHeldPastTheLimitAreWrittenBeforeTheChunkFills() throws {
+        let body = TestOrigin.content(3 * DirectOutput.alignment + 1000)
+        let fd = Self.file(holding: [])
+        defer { close(fd) }
+        let handed = Locked<[(offset: Int64, count: Int)]>([])
+        let output = try #require(DirectOutput.open(file: fd, at: 0) { chunk in
+            handed.withLock { $0.append((chunk.offset, chunk.count)) }
+            chunk.pool?.give(chunk)
+        })
+        let limit = DirectOutput.holdLimit
+        try body[..<10_000].withUnsafeBytes { try output.append($0, at: 5 * limit) }
+        try body[10_000..<12_000].withUnsafeBytes { try output.append($0, at: 6 * limit - 1) }
+        #expect(Self.contents(of: fd).isEmpty, "written before the first bytes waited the limit")
+        try body[12_000...].withUnsafeBytes { try output.append($0, at: 6 * limit) }
+        #expect(Self.contents(of: fd) == Array(body[..<(3 * DirectOutput.alignment)]))
+        #expect(handed.withLock { $0 }.map(\.offset) == [0])
+        try output.close()
+        #expect(Self.contents(of: fd) == body)
+        #expect(handed.withLock { $0 }.map(\.offset) == [0, Int64(3 * DirectOutput.alignment)])
+    }
+
+    /// Abandoned (a fenced attempt), the output writes nothing of what its chunk holds: the file
+    /// keeps what was written before.
+    @Test func anAbandonedOutputWritesNothingMore() throws {
+        let body = TestOrigin.content(3 * DirectOutput.alignment)
+        let fd = Self.file(holding: [])
+        defer { close(fd) }
+        let output = try #require(DirectOutput.open(file: fd, at: 0) { chunk in chunk.pool?.give(chunk) })
+        try body[..<5000].withUnsafeBytes { try output.append($0, at: 0) }
+        try body[5000...].withUnsafeBytes { try output.append($0, at: DirectOutput.holdLimit) }
+        let written = Self.contents(of: fd)
+        #expect(written == body)
+        try body[..<100].withUnsafeBytes { try output.append($0, at: DirectOutput.holdLimit) }
+        output.abandon()
+        #expect(Self.contents(of: fd) == written)
+        try output.close()
+        #expect(Self.contents(of: fd) == written)
     }
 
     /// Network file systems keep the page cache: a direct write there is a round trip per chunk.

@@ -4,24 +4,30 @@ the test as an unprivileged user) and one data directory.
 Any replica answers any call; a session's requests are served by the replica holding its lease and
 forwarded there by the others; events are read on any replica and wake across replicas; a replica
 killed with SIGKILL loses nothing and its transfers continue on another within the lease timeout
-plus five seconds, from their partial files (Range); a database restart makes replicas unready and
-then ready again without a restart of theirs.
+plus five seconds, from their partial files (Range) — a large one written with O_DIRECT included;
+a replica frozen (SIGSTOP) past its lease writes nothing more to the files once thawed, not even
+what waited in its sockets; a database restart makes replicas unready and then ready again
+without a restart of theirs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from support.api import (assert_success, create_session, create_task, download, get_task, session_path,
+from support.api import (assert_success, create_session, create_task, download, file_sha256, get_task, session_path,
                          task_path, tasks_path, unique, wait_for, wait_progress, wait_task)
 from support.cluster import Cluster, PostgresServer
 from support.origin import Origin, expected_sha256
 from support.tenants import Principal, write_auth_file
 
+KiB = 1 << 10
 MiB = 1 << 20
 
 
@@ -136,6 +142,72 @@ def test_a_killed_replicas_transfers_continue_elsewhere_from_their_partial_files
         path = survivor.get(task_path(sid, task["id"], "/file"))
         assert path.status_code == 200
         assert hashlib.sha256(path.content).hexdigest() == expected_sha256(size, seed="kill")
+
+
+def test_a_frozen_holder_thawed_after_another_replica_finished_writes_nothing_more(cluster, postgres):
+    """The resource changes while the holder is frozen, so the replica taking over fetches the new
+    version whole (its If-Range no longer matches) into the same partial file; the old holder's
+    socket still holds old bytes. Thawed, it must not write them into the finished file."""
+    size = 8 * MiB
+    with Origin() as origin:
+        first = cluster.replicas[0]
+        sid = create_session(first, mode="background")
+        assert holder_of(cluster, postgres, sid) is first
+        # Slow for the first 1.5 MiB (where the holder is frozen), quick after (the taker's rest).
+        url = origin.url(f"/versioned/frozen?bytes={size}&rate={512 * KiB}&rate_until={3 * MiB // 2}")
+        task = create_task(first, sid, download(url))
+        wait_progress(first, sid, task["id"], at_least=MiB)
+        os.kill(first.pid, signal.SIGSTOP)
+        try:
+            origin.set_version("frozen", "2")
+            wait_for(lambda: holder_of(cluster, postgres, sid) not in (None, first),
+                     timeout=cluster.lease_timeout + 15, interval=0.2, message="another replica to take the session over")
+            survivor = cluster.replicas[1]
+            done = assert_success(wait_task(survivor, sid, task["id"], timeout=60))
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
+        first_request = origin.requests[0]
+        # Thawed, the old holder stops its transfer; the origin sees that connection close.
+        wait_for(lambda: first_request.end_time is not None, timeout=30,
+                 message="the thawed replica to close its connection to the origin")
+        first.wait_for_log(lambda r: r.get("msg") == "session lease lost; stopped acting for it", timeout=30)
+        # Its transfer is gone, and with it anything it could still write.
+        assert done["result"]["sha256"] == expected_sha256(size, seed="0", etag="2")
+        assert file_sha256(done["result"]["location"]) == done["result"]["sha256"], \
+            "the thawed replica wrote into the file another replica had finished"
+        assert Path(done["result"]["location"]).stat().st_size == size
+
+
+def test_a_killed_holders_large_download_continues_elsewhere_with_range_within_the_lease_and_five_seconds(
+        cluster, postgres):
+    """24 MiB: written with O_DIRECT in 1 MiB chunks. Killed under a second in, with less than a
+    chunk received (as bench/cluster.sh does): what arrived before is on disk, and continued."""
+    size = 24 * MiB
+    rate = 256 * KiB
+    with Origin() as origin:
+        first = cluster.replicas[0]
+        sid = create_session(first, mode="background")
+        assert holder_of(cluster, postgres, sid) is first
+        task = create_task(first, sid, download(origin.url(f"/bytes/{size}?seed=killed&rate={rate}&rate_until={2 * MiB}")))
+        wait_progress(first, sid, task["id"], at_least=rate * 3 // 4)
+        killed_at = time.monotonic()
+        first.kill9()
+
+        def continued():
+            return next((r for r in origin.requests if r.time > killed_at), None)
+
+        again = wait_for(continued, timeout=cluster.lease_timeout + 30, interval=0.1,
+                         message="another replica to ask the origin again")
+        took = again.time - killed_at
+        assert again.headers.get("Range"), f"continued from byte 0: {dict(again.headers)}"
+        assert again.headers["Range"] != "bytes=0-"
+        assert again.headers.get("If-Range")
+        assert took <= cluster.lease_timeout + 5, f"continued {took:.1f} s after the kill"
+        survivor = cluster.replicas[1]
+        done = assert_success(wait_task(survivor, sid, task["id"], timeout=60))
+        assert again.status == 206
+        assert done["result"]["sha256"] == expected_sha256(size, seed="killed")
+        assert file_sha256(done["result"]["location"]) == done["result"]["sha256"]
 
 
 def test_a_database_restart_makes_replicas_unready_then_ready_without_their_restart(postgres, origin):

@@ -48,7 +48,9 @@ extension TaskCoordinator {
             return session.tasks.values.compactMap(\.transfer)
         }
         updateDelegateChannel(session)
-        for transfer in transfers { transfer.stop(.shutdown) }
+        // Fenced at once, not when their loop gets to them: a renewal may open the replica's
+        // write fence again right after this, for the sessions it kept.
+        for transfer in transfers { transfer.stop(.fenced) }
         completedReplies.invalidate(session: identifier)
         logger.warning("session lease lost; stopped acting for it", metadata: ["session": .string(identifier)])
     }
@@ -163,6 +165,10 @@ extension TaskCoordinator {
         let session = String(key[..<slash]), id = String(key[key.index(after: slash)...])
         completedReplies.invalidate(session: session, id: id.isEmpty ? nil : id)
     }
+
+    /// Cluster mode: the deadline the engine holds writes to files to, which the leases' renewals
+    /// move (nil on one node).
+    package var writeFence: WriteFence? { engine.fence }
 
     /// Whether this replica holds `identifier` in memory.
     package func holds(_ identifier: String) -> Bool { registry.session(identifier) != nil }

@@ -11,6 +11,11 @@ extension TaskCoordinator {
     /// task; the retry policy judges a failure; the task's lifecycle decides what becomes of the
     /// output and the task — completed, retried, or left for a later attempt.
     func transferEnded(_ handle: TransferHandle, _ outcome: TransferOutcome, entry: TaskEntry, in session: SessionState) {
+        // Cluster mode: an attempt that ended past the lease's deadline (its writes refused, or
+        // its end reached only now, the process frozen meanwhile) leaves the task and its files
+        // as they are — another replica may hold the session by now and write them. This replica
+        // lets the session go, as its lease keeper does at the deadline.
+        if outcome.stopReason == .fenced || engine.fence?.permitsNow == false { return release(session.identifier) }
         let taken: (TaskOutput?, TaskRecord, SessionConfiguration)? = session.locked {
             guard entry.transfer === handle else { return nil }
             // Its lease was lost: the new holder decides what becomes of the task and its files.
@@ -40,7 +45,7 @@ extension TaskCoordinator {
             // after the shutdown is what a client will read, and its events go out with it.
             ending = TaskError(code: .interrupted, message: "transferd shut down while the task was running")
             event = .transferFailed(.interrupted, .stop(resumable: true))
-        case .shutdown?:
+        case .shutdown?, .fenced?:
             event = .transferStopped(.shutdown)
         case .cancelled?:
             event = .transferStopped(.cancelled)

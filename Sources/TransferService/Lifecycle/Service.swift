@@ -62,9 +62,10 @@ public final class Service: Sendable {
         let replica = ClusterRole.replicaIdentifier()
         store = try Service.openStore(configuration, path: layout.databasePath, replica: replica,
                                       observeCommit: { serviceMetrics.commitTook(nanoseconds: $0) })
+        // Cluster mode: the replicas share the data directory, and the leases fence its files too.
         engine = TransferEngine(loopCount: cores, policy: policy, maxRunning: configuration.maxRunningTransfers,
                                 maxBytesPerSecond: configuration.maxBytesPerSecond, bandwidthGroups: principals,
-                                directWrites: configuration.directWrites)
+                                directWrites: configuration.directWrites, fence: configuration.cluster == nil ? nil : WriteFence())
         // Shared by a cluster's replicas (one data directory): it also keys their forwarding proofs.
         let resumeKey = try ResumeKey.load(directory: layout.root)
         coordinator = TaskCoordinator(store: store, blobs: try BlobStore(directory: layout.blobsDirectory, store: store),

@@ -23,6 +23,8 @@ content; `Origin.validators(n, seed, etag)` the `(ETag, Last-Modified)` it sends
   - `ignore_range=1` — always 200 with the whole body, no Accept-Ranges.
   - `no_length=1` — chunked transfer coding, no Content-Length.
   - `rate=B` — drip at about B bytes per second (ten writes a second).
+  - `rate_until=K` — with `rate`: drip only the content before offset K, send the rest at full
+    speed (a download slow where a test interrupts it and quick where it is continued).
   - `stall_after=K` — send K body bytes, then send nothing more but keep the connection open until
     the client closes it or 60 s pass.
   - `reset_after=K` — send K body bytes, then reset the connection (RST via SO_LINGER 0) once
@@ -44,6 +46,8 @@ content; `Origin.validators(n, seed, etag)` the `(ETag, Last-Modified)` it sends
 `/flaky/{name}?fail=N&status=503&retry_after=S&bytes=1024` — the first N requests for `name` (default
   1) fail with `status` (JSON body, Retry-After if given), later ones serve like /bytes/{bytes} with
   the same query options. `origin.flaky_hits(name)` counts requests.
+`/versioned/{name}?bytes=N` — like /bytes/{N} with the same query options, its `etag=` the version the
+  test set with `origin.set_version(name, V)` (default ""): a resource that changes between requests.
 `/echo` and `/echo/...` — any method; JSON: method, target, path, query, http_version, headers
   (lower-cased names, repeated ones joined with ", "), header_list, chunked, body_length, body_sha256,
   body_text (UTF-8 with replacement when under 64 KiB, else null), tls (version, cipher,
@@ -82,7 +86,7 @@ Instrumentation (thread-safe; `reset_stats()` clears it): `requests` (`RequestRe
 order), `uploads`, `connections_opened` (counted at accept, before any byte is read),
 `active_connections`, `max_concurrent_connections`, `max_concurrent_requests(path_prefix)`,
 `bytes_served(path_prefix)` (response body bytes, framing excluded), `flaky_hits(name)`,
-`tls_handshake_failures`.
+`tls_handshake_failures`. Scenario state (not cleared by `reset_stats()`): `set_version(name, V)`.
 """
 
 from __future__ import annotations
@@ -731,6 +735,7 @@ class _BytesOptions:
     ignore_range: bool
     chunked: bool
     rate: int | None
+    rate_until: int | None
     stall_after: int | None
     reset_after: int | None
     wrong_length: int | None
@@ -745,7 +750,8 @@ class _BytesOptions:
             seed=query.get("seed", "0"), version=query.get("etag", ""),
             validators=query.get("validators", "both"),
             ignore_range=_query_flag(query, "ignore_range"), chunked=_query_flag(query, "no_length"),
-            rate=_query_number(query, "rate"), stall_after=_query_number(query, "stall_after"),
+            rate=_query_number(query, "rate"), rate_until=_query_number(query, "rate_until"),
+            stall_after=_query_number(query, "stall_after"),
             reset_after=_query_number(query, "reset_after"),
             wrong_length=_query_number(query, "wrong_length"),
             content_type=query.get("content_type", "application/octet-stream"),
@@ -828,6 +834,7 @@ class _OriginHandler(LoopbackHandler):
         (re.compile(r"/redirect-to"), "_route_redirect_to", False),
         (re.compile(r"/redirect-loop"), "_route_redirect_loop", False),
         (re.compile(r"/flaky/([^/]+)"), "_route_flaky", False),
+        (re.compile(r"/versioned/([^/]+)"), "_route_versioned", False),
         (re.compile(r"/echo(/.*)?"), "_route_echo", True),
         (re.compile(r"/upload(/.*)?"), "_route_upload", True),
         (re.compile(r"/cookies/set"), "_route_cookies_set", False),
@@ -934,11 +941,12 @@ class _OriginHandler(LoopbackHandler):
         window = _pattern_window(options.seed, options.version)
         rate = options.rate
         piece_size = CHUNK if not rate else max(1, min(CHUNK, rate // 10))
+        slow_until = count if options.rate_until is None else max(0, options.rate_until - start)
         began, sent = time.monotonic(), 0
         while sent < count:
-            if rate:
+            if rate and sent < slow_until:
                 self.pause(began + sent / rate - time.monotonic())
-            size = min(piece_size, count - sent)
+            size = min(piece_size if sent < slow_until else CHUNK, count - sent)
             at = (start + sent) % BLOCK
             if options.chunked:
                 self.connection.sendall(b"%x\r\n" % size)
@@ -1008,6 +1016,10 @@ class _OriginHandler(LoopbackHandler):
             return
         headers = [("Retry-After", self.query["retry_after"])] if "retry_after" in self.query else []
         self.send_json({"flaky": match[1], "attempt": attempt}, status, headers)
+
+    def _route_versioned(self, match: re.Match) -> None:
+        self.query["etag"] = self.origin.version(match[1])
+        self._serve_bytes(_query_number(self.query, "bytes", 1024))
 
     # request bodies
 
@@ -1274,6 +1286,7 @@ class Origin(LoopbackService):
         self._requests: list[RequestRecord] = []
         self._uploads: list[UploadRecord] = []
         self._flaky: Counter[str] = Counter()
+        self._versions: dict[str, str] = {}
         self._nonces: set[str] = set()
 
     def url(self, path: str = "/") -> str:
@@ -1328,6 +1341,16 @@ class Origin(LoopbackService):
         """How many requests /flaky/{name} has received."""
         with self._lock:
             return self._flaky[name]
+
+    def set_version(self, name: str, version: str) -> None:
+        """What /versioned/{name} serves from now on: the content, ETag and Last-Modified of /bytes
+        with `etag=version`."""
+        with self._lock:
+            self._versions[name] = version
+
+    def version(self, name: str) -> str:
+        with self._lock:
+            return self._versions.get(name, "")
 
     def reset_stats(self) -> None:
         """Forget recorded requests, uploads, flaky counters and connection statistics."""
