@@ -11,6 +11,7 @@ import pytest
 
 from support.api import (assert_problem, assert_success, assert_task_error, create_session, create_task, data,
                          get_session, get_task, put_session, run_task, unique, wait_for, wait_task)
+from support.transferd import free_port
 
 QUICK = {"backoff_initial_s": 0.2, "backoff_max_s": 0.5}
 
@@ -89,6 +90,17 @@ def test_a_reset_get_in_a_background_session_backs_off_says_so_and_stops_at_max_
     assert len(origin.bodies("get")) == 3
     times = [r.time for r in origin.requests]
     assert all(later - earlier >= 0.75 * backoff for earlier, later in zip(times, times[1:])), times
+
+
+def test_waiting_for_connectivity_says_so(transferd):
+    """Nothing listens: a background session keeps knocking past `max_attempts`, and while it waits
+    the task shows why — phase `retrying`, the last attempt's error, `next_attempt_at`."""
+    sid = create_session(transferd, mode="background", configuration={"retry": {"max_attempts": 1, **QUICK}})
+    task = create_task(transferd, sid, post(f"http://127.0.0.1:{free_port()}/once/nobody", "hello"))
+    waiting = wait_for(lambda: (t := get_task(transferd, sid, task["id"]))["phase"] == "retrying"
+                       and t["metrics"]["attempts"] >= 2 and t, timeout=20, message="a second refused attempt")
+    assert waiting["state"] == "running" and waiting["next_attempt_at"], waiting
+    assert waiting["error"] and waiting["error"]["code"] == "cannot_connect_to_host", waiting
 
 
 def test_retry_methods_default_to_the_idempotent_methods_and_are_echoed(transferd):
