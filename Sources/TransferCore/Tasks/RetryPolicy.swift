@@ -52,8 +52,8 @@ struct RetryPolicy {
             floor = retryAfter ?? 0
         }
         let exponential = retry.backoffInitial * pow2(attempts - 1)
-        // The jitter spreads the wait below the cap, never past it.
-        let delay = max(floor, min(retry.backoffMax, exponential * jitter))
+        // The jitter spreads the wait, at the cap too, but never past the cap.
+        let delay = max(floor, min(retry.backoffMax, min(retry.backoffMax, exponential) * jitter))
         // No attempt that could not even start before the deadline.
         guard now.adding(seconds: delay) < deadline else { return .deadline }
         return .retry(after: delay)
