@@ -46,7 +46,11 @@ enum EasyConfigurator {
         // Sees every request before it goes out, and refuses curl's silent re-send of one the
         // origin may have acted on (`RequestSends`). Of the ways to stop that re-send this is
         // the one that covers every request (a body that cannot be rewound leaves out requests
-        // without one) and costs no connection (CURLOPT_FRESH_CONNECT for every POST would).
+        // without one) and costs no connection. Measured with bench/once.py (500 POST data tasks
+        // of 200 bytes on loopback, medians of 6 runs, transferd's CPU): 0.30 s and 6
+        // connections with this callback, 0.32 s and 6 without (the difference is noise), 0.44 s
+        // and 500 connections with CURLOPT_FRESH_CONNECT for every non-idempotent request — and
+        // over TLS that would be a handshake per POST.
         _ = transferd_easy_setopt_prereq_cb(h, prereqCallback)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_PREREQDATA, me)
 
