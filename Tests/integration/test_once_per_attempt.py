@@ -59,6 +59,7 @@ def test_a_post_reset_after_it_was_sent_is_not_retried(transferd, origin):
     assert_task_error(done, "network_connection_lost")
     assert done["metrics"]["attempts"] == 1
     assert origin.bodies("reset") == [b"pay 10 EUR"]
+    assert "retry.methods does not list POST" in done["error"]["message"], done["error"]
 
 
 def test_a_post_the_session_retries_is_retried_with_backoff_up_to_max_attempts(transferd, origin):

@@ -43,7 +43,7 @@ struct RetryPolicy {
         var floor: Double = 0
         switch cause {
         case .failure(let failure, let requestSent):
-            guard failure.isTransient, !requestSent || retry.retries(method) else { return .stop }
+            guard failure.isTransient, !withholdsRetry(requestSent: requestSent) else { return .stop }
             let waitsForever = !requestSent && failure.isConnectivity && configuration.waitsForConnectivity(mode: mode)
             guard waitsForever || attempts < retry.maxAttempts else { return .stop }
         case .status(let status, let retryAfter):
@@ -57,6 +57,11 @@ struct RetryPolicy {
         // No attempt that could not even start before the deadline.
         guard now.adding(seconds: delay) < deadline else { return .deadline }
         return .retry(after: delay)
+    }
+
+    /// A request the origin may have seen is not tried again with a method the session does not list.
+    func withholdsRetry(requestSent: Bool) -> Bool {
+        requestSent && !configuration.retry.retries(method)
     }
 
     private func pow2(_ n: Int) -> Double {

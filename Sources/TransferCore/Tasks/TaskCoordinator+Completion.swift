@@ -64,6 +64,11 @@ extension TaskCoordinator {
                                        curlCode: failure.curlCode)
                     event = .transferFailed(error.code, .deadline)
                 case .stop:
+                    if failure.isTransient, policy.withholdsRetry(requestSent: outcome.requestSent) {
+                        ending = TaskError(code: error.code, message: "\(failure.message) (not tried again: the origin may have seen "
+                                           + "the \(record.method) request, and retry.methods does not list \(record.method))",
+                                           curlCode: failure.curlCode)
+                    }
                     // A download the network cut short leaves resume data (not one that failed on
                     // its own side, such as a full disk).
                     event = .transferFailed(error.code, .stop(resumable: failure.isTransient))
