@@ -19,6 +19,7 @@ typedef int (*transferd_closesocket_callback)(void *, curl_socket_t);
 typedef int (*transferd_sockopt_callback)(void *, curl_socket_t, curlsocktype);
 typedef int (*transferd_seek_callback)(void *, curl_off_t, int);
 typedef int (*transferd_debug_callback)(CURL *, curl_infotype, char *, size_t, void *);
+typedef int (*transferd_prereq_callback)(void *, char *, char *, int, int);
 
 static inline CURLcode transferd_easy_setopt_data_cb(CURL *h, CURLoption o, transferd_data_callback f) { return curl_easy_setopt(h, o, f); }
 static inline CURLcode transferd_easy_setopt_xferinfo_cb(CURL *h, transferd_xferinfo_callback f) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f); }
@@ -26,6 +27,7 @@ static inline CURLcode transferd_easy_setopt_opensocket_cb(CURL *h, transferd_op
 static inline CURLcode transferd_easy_setopt_closesocket_cb(CURL *h, transferd_closesocket_callback f) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, f); }
 static inline CURLcode transferd_easy_setopt_sockopt_cb(CURL *h, transferd_sockopt_callback f) { return curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, f); }
 static inline CURLcode transferd_easy_setopt_seek_cb(CURL *h, transferd_seek_callback f) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, f); }
+static inline CURLcode transferd_easy_setopt_prereq_cb(CURL *h, transferd_prereq_callback f) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, f); }
 
 static inline CURLcode transferd_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode transferd_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }

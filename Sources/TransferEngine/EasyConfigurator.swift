@@ -43,6 +43,16 @@ enum EasyConfigurator {
         _ = transferd_easy_setopt_ptr(h, CURLOPT_WRITEDATA, me)
         _ = transferd_easy_setopt_data_cb(h, CURLOPT_HEADERFUNCTION, headerCallback)
         _ = transferd_easy_setopt_ptr(h, CURLOPT_HEADERDATA, me)
+        // Sees every request before it goes out, and refuses curl's silent re-send of one the
+        // origin may have acted on (`RequestSends`). Of the ways to stop that re-send this is
+        // the one that covers every request (a body that cannot be rewound leaves out requests
+        // without one) and costs no connection. Measured with bench/once.py (500 POST data tasks
+        // of 200 bytes on loopback, medians of 6 runs, transferd's CPU): 0.30 s and 6
+        // connections with this callback, 0.32 s and 6 without (the difference is noise), 0.44 s
+        // and 500 connections with CURLOPT_FRESH_CONNECT for every non-idempotent request — and
+        // over TLS that would be a handshake per POST.
+        _ = transferd_easy_setopt_prereq_cb(h, prereqCallback)
+        _ = transferd_easy_setopt_ptr(h, CURLOPT_PREREQDATA, me)
 
         configureMethodAndBody(h, transfer.requestMethod, transfer.sendsBody ? transfer.files.body : .none, transfer)
         var list: UnsafeMutablePointer<curl_slist>?
@@ -112,6 +122,11 @@ private let readCallback: transferd_data_callback = { ptr, size, count, userdata
 private let seekCallback: transferd_seek_callback = { userdata, offset, origin in
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
     return origin == SEEK_SET && transfer.seek(to: Int64(offset)) ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK
+}
+
+private let prereqCallback: transferd_prereq_callback = { clientp, _, _, _, _ in
+    let transfer = Unmanaged<Transfer>.fromOpaque(clientp!).takeUnretainedValue()
+    return transfer.sends.requestBeginning() ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
 
 /// CURLOPT_OPENSOCKETFUNCTION: sees the resolved address before every connect (redirects and DNS

@@ -6,8 +6,12 @@ import Glibc
 /// own: nothing was asked yet. curl 7.88 reads a body only up to its Content-Length and keeps
 /// the connection, so the next request on it — another task's — would read those bytes as its
 /// answer ("Received HTTP/0.9 when not allowed"). A connection kept idle with bytes waiting is
-/// shut down instead (shutdown(2), not close(2): the descriptor stays curl's), so curl finds it
-/// closed (its liveness check, `Curl_connalive`, sees end of file) and opens a fresh one.
+/// shut down instead (shutdown(2), not close(2): the descriptor stays curl's) and the bytes
+/// waiting are read and dropped, so curl finds it closed and opens a fresh one: its liveness
+/// check before reuse (7.88's `cf_socket_conn_is_alive`) takes the connection for dead only when
+/// a one-byte MSG_PEEK returns 0, and bytes still queued after a shutdown answer that peek. Left
+/// there, curl reused the connection, its send failed, and only curl's silent re-send on a fresh
+/// connection — refused now where a re-send is not allowed (`RequestSends`) — saved the request.
 ///
 /// By the time curl reports a transfer done, it may already have handed the kept connection to
 /// the next transfer within the same step, and the bytes waiting are then that transfer's
@@ -25,5 +29,11 @@ extension MultiLoop {
         let n = head.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 5, Int32(MSG_PEEK | MSG_DONTWAIT)) }
         guard n > 0, !head[0..<n].elementsEqual(Array("HTTP/".utf8).prefix(n)) else { return }
         shutdown(fd, Int32(SHUT_RDWR))
+        // What came already; at most a few MiB, and what comes later the kernel answers with a
+        // reset (the connection is shut for reading).
+        var sink = [UInt8](repeating: 0, count: 64 << 10)
+        for _ in 0..<64 {
+            guard sink.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 else { break }
+        }
     }
 }

@@ -71,6 +71,9 @@ final class Transfer: @unchecked Sendable {
     private var bodySegmentOffset: Int64 = 0
     var bodySent: Int64 = 0
 
+    /// The requests curl sends for this attempt, and whether it may send one again.
+    var sends: RequestSends
+
     // Response tracking.
     var collector = ResponseCollector()
     private(set) var finalResponse: ResponseHead?
@@ -108,6 +111,7 @@ final class Transfer: @unchecked Sendable {
         requestURL = handle.spec.url
         requestMethod = handle.spec.method
         files = TransferFiles(body: handle.spec.body, output: handle.spec.output, resume: handle.spec.resume)
+        sends = RequestSends(limit: handle.spec.resendLimit)
     }
 
     /// Stopped while its files were opened: it only holds them, to hand them back with its
@@ -239,6 +243,7 @@ final class Transfer: @unchecked Sendable {
     /// CURLOPT_HEADERFUNCTION: one header line (or status line, or the empty line ending a head).
     func header(_ line: UnsafeRawBufferPointer) -> Int {
         lastActivity = MonotonicClock.now()
+        sends.responseArrived()
         switch collector.consume(line) {
         case .pending:
             return line.count
@@ -348,6 +353,8 @@ final class Transfer: @unchecked Sendable {
         if let from = hasher?.continuedFrom, from > 0 { outcome.digestsContinuedFrom = from }
         outcome.stopReason = stopReason
         outcome.started = running
+        outcome.requestSent = sends.requestMayHaveReachedOrigin
+        outcome.resends = sends.resends
         switch files.output {
         case .file: outcome.bytesReceived = writeOffset
         case .memory: outcome.bytesReceived = Int64(memoryBody.count); outcome.body = memoryBody
@@ -372,6 +379,10 @@ final class Transfer: @unchecked Sendable {
                                                   curlCode: Int(code.rawValue))
             } else if idleTimedOut {
                 outcome.failure = TransferFailure(.timedOut, "no data moved for \(spec.idleTimeout) seconds", curlCode: Int(code.rawValue))
+            } else if sends.refusedResend {
+                outcome.failure = TransferFailure(.networkConnectionLost,
+                    "the connection closed before any response to the \(requestMethod) request, which is not sent again",
+                    curlCode: Int(code.rawValue))
             } else if let failure = writeFailure ?? readFailure {
                 outcome.failure = TransferFailure(failure.code, failure.message, curlCode: Int(code.rawValue))
             } else {

@@ -91,6 +91,12 @@ public struct TransferOutcome: Sendable {
     /// The attempt began: admitted, its files opened, its request on its way. One stopped while
     /// it waited, or refused at admission, moved nothing and has no progress to report.
     public var started = false
+    /// A request went out (or began to): the origin may have seen it, and may have acted on it.
+    /// false when the attempt failed before that — name resolution, connect, TLS handshake.
+    public var requestSent = false
+    /// Times the transport sent the same request again on a fresh connection after a reused one
+    /// closed before any response (`TransferSpec.resendLimit`): attempts the origin may have seen.
+    public var resends = 0
     public var failure: TransferFailure?
     public var stopReason: StopReason?
     public var response: ResponseHead?

@@ -43,6 +43,10 @@ public struct TransferSpec: Sendable {
     public var reportsPartialWorth = false
     /// Where its body bytes are counted besides the engine's totals (nil: nowhere else).
     public var tally: ByteTally?
+    /// How often the transport may send the request again by itself when a reused connection
+    /// closed before any response to it (`RequestSends`); each re-send is in the outcome's
+    /// `resends`. Unlimited keeps libcurl's own behaviour (at most 5).
+    public var resendLimit = Int.max
 
     public init(label: String, session: String, url: String) {
         self.label = label

@@ -38,6 +38,7 @@ extension SessionConfiguration {
         json.key("backoff_initial_s"); json.double(retry.backoffInitial)
         json.key("backoff_max_s"); json.double(retry.backoffMax)
         json.key("on_http_status"); json.beginArray(); retry.onHTTPStatus.forEach { json.int($0) }; json.endArray()
+        json.key("methods"); json.beginArray(); retry.methods.forEach { json.string($0) }; json.endArray()
         json.endObject()
         json.key("max_bytes_per_second"); if let m = maxBytesPerSecond { json.int(m) } else { json.null() }
         json.key("proxy")

@@ -28,6 +28,18 @@ package struct SessionConfiguration: Sendable, Equatable {
         package var backoffInitial: Double = 1
         package var backoffMax: Double = 300
         package var onHTTPStatus: [Int] = []
+        /// The methods retried once the origin may have seen the request (a failure before
+        /// that is retried whatever the method). RFC 9110 §9.2.2: a client "SHOULD NOT
+        /// automatically retry a request with a non-idempotent method unless it has some means
+        /// to know that the request semantics are actually idempotent" — the session says so
+        /// here. Methods are case-sensitive (RFC 9110 §9.1).
+        package var methods = Retry.idempotentMethods
+
+        /// RFC 9110 §9.2.2's idempotent methods.
+        package static let idempotentMethods = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]
+
+        /// Whether a request with `method` may be tried again after it may have reached the origin.
+        package func retries(_ method: String) -> Bool { methods.contains(method) }
     }
 
     package struct Proxy: Sendable, Equatable {

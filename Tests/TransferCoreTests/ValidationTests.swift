@@ -74,6 +74,17 @@ struct SessionConfigurationValidationTests {
         #expect(c.timeoutRequest == 60 && c.timeoutResource == 604_800 && c.maxConnectionsPerHost == 6 && c.maxConcurrentTasks == 64)
         #expect(c.redirects == SessionConfiguration.Redirects(follow: true, max: 16))
         #expect(c.waitsForConnectivity(mode: .background) && !c.waitsForConnectivity(mode: .default))
+        #expect(c.retry.methods == ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"])
+    }
+
+    @Test func retryMethodsAreKeptAsGivenAndEncodedBack() throws {
+        let c = try parse(#"{"retry": {"methods": ["GET", "POST", "PATCH"]}}"#)
+        #expect(c.retry.methods == ["GET", "POST", "PATCH"])
+        #expect(c.retry.retries("POST") && !c.retry.retries("post") && !c.retry.retries("DELETE"))
+        var json = JSONWriter()
+        c.encode(into: &json, mode: .default)
+        #expect(try parse(String(decoding: json.bytes, as: UTF8.self)).retry.methods == ["GET", "POST", "PATCH"])
+        #expect(try parse(#"{"retry": {"methods": []}}"#).retry.methods.isEmpty)
     }
 
     static let refusals: [(String, String)] = [
@@ -85,6 +96,10 @@ struct SessionConfigurationValidationTests {
         (#"{"credentials": [{"host": "h", "scheme": "basic", "username": "u"}]}"#, "configuration.credentials[0].password"),
         (#"{"retry": {"on_http_status": [200]}}"#, "configuration.retry.on_http_status[0]"),
         (#"{"retry": {"backoff_initial_s": 10, "backoff_max_s": 1}}"#, "configuration.retry.backoff_initial_s"),
+        (#"{"retry": {"methods": "POST"}}"#, "configuration.retry.methods"),
+        (#"{"retry": {"methods": ["GET", "PO ST"]}}"#, "configuration.retry.methods[1]"),
+        (#"{"retry": {"methods": [""]}}"#, "configuration.retry.methods[0]"),
+        (#"{"retry": {"methods": [1]}}"#, "configuration.retry.methods[0]"),
         (#"{"proxy": {"url": "ftp://p"}}"#, "configuration.proxy.url"),
         (#"{"tls": {"pinned_public_key": "md5//x"}}"#, "configuration.tls.pinned_public_key"),
         (#"{"tls": {"client_cert_file": "/c"}}"#, "configuration.tls.client_key_file"),

@@ -111,6 +111,14 @@ def upgraded(tmp_path, origin, start_transferd, api_token) -> Upgraded:
         yield Upgraded(td, origin, receiver, moves)
 
 
+def known(value, like):
+    """`value` with only the keys `like` has, at every depth: settings added since may come too
+    (`retry.methods` inside `retry`, say)."""
+    if isinstance(like, dict) and isinstance(value, dict):
+        return {k: known(value.get(k), v) for k, v in like.items()}
+    return value
+
+
 def test_it_is_ready_with_the_sessions_their_modes_and_configurations(upgraded):
     td = upgraded.td
     ready = td.get("/readyz", token=None)
@@ -123,7 +131,7 @@ def test_it_is_ready_with_the_sessions_their_modes_and_configurations(upgraded):
             assert session["state"] == "active"
             # Every setting stored then reads back the same (settings added since may come too).
             old = upgraded.expected(before["configuration"])
-            assert {k: session["configuration"].get(k) for k in old} == old, session["configuration"]
+            assert known(session["configuration"], old) == old, session["configuration"]
             # The delegate reads back as stored; one stored before `max_in_flight` existed
             # delivers one event at a time.
             stored = upgraded.expected(before["delegate"])

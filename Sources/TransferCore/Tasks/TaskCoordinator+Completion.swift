@@ -53,12 +53,14 @@ extension TaskCoordinator {
             ending = TaskError(code: .timedOut, message: "the task's resource timeout passed")
             event = .transferFailed(.timedOut, .deadline)
         case nil:
-            let policy = RetryPolicy(configuration: configuration, mode: session.mode)
+            let policy = RetryPolicy(configuration: configuration, mode: session.mode, method: record.method)
             let deadline = record.createdAt.adding(seconds: configuration.timeoutResource)
+            let now = Timestamp.now(), jitter = Double.random(in: RetryPolicy.jitter)
             if let failure = outcome.failure {
                 let error = TaskError(failure)
                 ending = error
-                switch policy.decide(after: .failure(failure), attempts: record.metrics.attempts, deadline: deadline) {
+                switch policy.decide(after: .failure(failure, requestSent: outcome.requestSent), attempts: record.metrics.attempts,
+                                     deadline: deadline, now: now, jitter: jitter) {
                 case .retry(let delay):
                     event = .transferFailed(error.code, .retry(after: delay))
                 case .deadline:
@@ -67,13 +69,18 @@ extension TaskCoordinator {
                                        curlCode: failure.curlCode)
                     event = .transferFailed(error.code, .deadline)
                 case .stop:
+                    if failure.isTransient, policy.withholdsRetry(requestSent: outcome.requestSent) {
+                        ending = TaskError(code: error.code, message: "\(failure.message) (not tried again: the origin may have seen "
+                                           + "the \(record.method) request, and retry.methods does not list \(record.method))",
+                                           curlCode: failure.curlCode)
+                    }
                     // A download the network cut short leaves resume data (not one that failed on
                     // its own side, such as a full disk).
                     event = .transferFailed(error.code, .stop(resumable: failure.isTransient))
                 }
             } else if let status = outcome.response?.status,
                       case .retry(let delay) = policy.decide(after: .status(status, retryAfter: outcome.response.flatMap(RetryAfter.seconds)),
-                                                             attempts: record.metrics.attempts, deadline: deadline)
+                                                             attempts: record.metrics.attempts, deadline: deadline, now: now, jitter: jitter)
             {
                 // A status the session retries: what came with it is not the body wanted.
                 attemptOutput?.truncate()
@@ -94,6 +101,9 @@ extension TaskCoordinator {
             // A task that waits now (to retry, suspended, or for the next start) moves nothing:
             // its rate is 0, not the attempt's average, which only a completed task keeps.
             if TaskCoordinator.leavesTaskWaiting(event) { entry.record.progress.bytesPerSecond = 0 }
+            // A task waiting to retry after a failure shows that failure (PRODUCT: "a failure is
+            // never hidden behind running") until its next attempt starts.
+            if case .transferFailed(_, .retry) = event, outcome.failure != nil { entry.record.error = ending }
             return step(entry, event)
         }
         if actions == [.complete(nil)] { return finishSuccessfully(outcome, output: output, entry: entry, in: session) }
@@ -268,6 +278,8 @@ extension TaskCoordinator {
                 record.progress.bytesExpectedToReceive = length + (outcome.resumedAtOffset ?? 0)
             }
         }
+        // Each time the transport sent the request again by itself, the origin may have seen it.
+        record.metrics.attempts += outcome.resends
         record.progress.bytesReceived = outcome.bytesReceived
         record.progress.bytesSent = outcome.bytesSent
         if outcome.bytesExpectedToSend > 0 { record.progress.bytesExpectedToSend = outcome.bytesExpectedToSend }

@@ -64,6 +64,10 @@ extension TaskCoordinator {
         spec.reportsPartialWorth = record.isResumable && session.mode.isDurable
         spec.maxBodyBytes = record.kind == .download ? record.maxBytes : limits.maxDataBodyBytes
         spec.tally = metrics.tally(forSession: session.identifier)
+        // curl's own re-send on a fresh connection is a retry the origin may see: only for a
+        // method the session retries, and within `max_attempts` (this attempt is one).
+        spec.resendLimit = configuration.retry.retries(record.method)
+            ? max(0, configuration.retry.maxAttempts - record.metrics.attempts - 1) : 0
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
         let declined: [TaskLifecycle.Action]? = session.locked {
@@ -72,6 +76,7 @@ extension TaskCoordinator {
             guard actions == [.submitTransfer] else { return actions }
             entry.record.phase = entry.lifecycle.phase
             entry.record.nextAttemptAt = nil
+            entry.record.error = nil
             // Its preparer opens the file on admission; until the attempt's end (`transferEnded`)
             // the file is the transfer's.
             entry.transfer = engine.submit(spec, observer: observer)

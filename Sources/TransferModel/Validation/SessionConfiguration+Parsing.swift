@@ -76,6 +76,16 @@ extension SessionConfiguration {
                 return Int(n)
             }
         }
+        if let methods = try c.array("methods", maxCount: 32) {
+            retry.methods = try methods.enumerated().map { (i, v) throws(Refusal) in
+                guard let method = v.stringValue, (1...32).contains(method.utf8.count),
+                      method.utf8.allSatisfy(HeaderValidation.isTokenChar)
+                else {
+                    throw Refusal.invalid("\(c.field("methods"))[\(i)]", "must be an HTTP method (a token of 1 to 32 characters)")
+                }
+                return method
+            }
+        }
         guard retry.backoffInitial <= retry.backoffMax else {
             throw Refusal.invalid(c.field("backoff_initial_s"), "must not exceed backoff_max_s")
         }

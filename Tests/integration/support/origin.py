@@ -57,6 +57,12 @@ content; `Origin.validators(n, seed, etag)` the `(ETag, Last-Modified)` it sends
   are parsed into `parts` (name, filename, content_type, size, sha256, value for text fields under
   64 KiB). `status=413` (any code) refuses with that status; `reset_after=K` resets after reading K
   body bytes (if the body is longer).
+`/once/{id}` — any method; reads the whole request body and records it under `id`
+  (`origin.bodies(id)`: every body received for it, in order), then answers 200 JSON
+  `{"id", "count", "body_length"}` (count: bodies received for `id` so far). `reset=1` reads the
+  request and resets the connection instead of answering; `reset_reused=1` does so only for a
+  request that came on a connection that already carried one (a kept-alive connection the origin
+  closes under the next request, after reading it).
 `/cookies/set?name=value&...` — one Set-Cookie per pair, `Path=/`; reserved keys `path`, `domain`,
   `max_age` and `expired=1` (Max-Age=0 and an Expires in 1970) add attributes to all of them;
   `redirect=U` answers 302 with `Location: U` (the cookies set on the redirect).
@@ -359,6 +365,7 @@ class Connection:
     id: int
     sock: socket.socket  # the socket the handler uses (the TLS one after wrapping)
     thread: threading.Thread | None = None
+    requests: int = 0  # requests read on it so far
 
     def abort(self) -> None:
         """Shut the socket down so a thread blocked on it wakes up."""
@@ -837,6 +844,7 @@ class _OriginHandler(LoopbackHandler):
         (re.compile(r"/versioned/([^/]+)"), "_route_versioned", False),
         (re.compile(r"/echo(/.*)?"), "_route_echo", True),
         (re.compile(r"/upload(/.*)?"), "_route_upload", True),
+        (re.compile(r"/once/([^/]+)"), "_route_once", True),
         (re.compile(r"/cookies/set"), "_route_cookies_set", False),
         (re.compile(r"/cookies/echo"), "_route_cookies_echo", False),
         (re.compile(r"/auth/basic"), "_route_auth_basic", False),
@@ -858,6 +866,7 @@ class _OriginHandler(LoopbackHandler):
         target = urlsplit(self.path)
         self.query_pairs = parse_qsl(target.query, keep_blank_values=True)
         self.query = dict(self.query_pairs)
+        self.conn.requests += 1
         self.record = self.origin._record_request(self, target.path)
         try:
             route, match, reads_body = self._route(target.path)
@@ -1079,6 +1088,14 @@ class _OriginHandler(LoopbackHandler):
         self.origin._add_upload(record)
         self.send_json(asdict(record), 201)
 
+    def _route_once(self, match: re.Match) -> None:
+        body = b"".join(self.iter_body())
+        count = self.origin._body_received(match[1], body)
+        if _query_flag(self.query, "reset") or (_query_flag(self.query, "reset_reused") and self.conn.requests > 1):
+            self.reset_connection()
+            return
+        self.send_json({"id": match[1], "count": count, "body_length": len(body)})
+
     # cookies
 
     COOKIE_ATTRIBUTES = ("path", "domain", "max_age", "expired", "redirect")
@@ -1287,6 +1304,7 @@ class Origin(LoopbackService):
         self._uploads: list[UploadRecord] = []
         self._flaky: Counter[str] = Counter()
         self._versions: dict[str, str] = {}
+        self._bodies: dict[str, list[bytes]] = {}
         self._nonces: set[str] = set()
 
     def url(self, path: str = "/") -> str:
@@ -1352,12 +1370,18 @@ class Origin(LoopbackService):
         with self._lock:
             return self._versions.get(name, "")
 
+    def bodies(self, request_id: str) -> list[bytes]:
+        """Every request body /once/{request_id} has received, in arrival order."""
+        with self._lock:
+            return list(self._bodies.get(request_id, ()))
+
     def reset_stats(self) -> None:
-        """Forget recorded requests, uploads, flaky counters and connection statistics."""
+        """Forget recorded requests, uploads, flaky and body counters and connection statistics."""
         with self._lock:
             self._requests.clear()
             self._uploads.clear()
             self._flaky.clear()
+            self._bodies.clear()
         self._server.reset_connection_stats()
 
     # called by the handler
@@ -1377,6 +1401,11 @@ class Origin(LoopbackService):
         with self._lock:
             self._flaky[name] += 1
             return self._flaky[name]
+
+    def _body_received(self, request_id: str, body: bytes) -> int:
+        with self._lock:
+            self._bodies.setdefault(request_id, []).append(body)
+            return len(self._bodies[request_id])
 
     def _new_nonce(self) -> str:
         nonce = secrets.token_hex(16)
