@@ -13,7 +13,10 @@ extension TaskLifecycle {
         /// The task was stored; `start` false leaves it suspended, like a new URLSessionTask.
         case created(start: Bool)
         /// The process started again and found the task as `init(restoring:…)` described it.
-        case processRestarted(mode: SessionMode)
+        /// `retriesSentRequest`: whether the session tries the task's method again once the
+        /// origin may have seen it (`retry.methods`); a background task that was connecting or
+        /// transferring with one it does not is not sent a second time.
+        case processRestarted(mode: SessionMode, retriesSentRequest: Bool = true)
         /// The process is shutting down and the task, of a `default` session, is at rest
         /// (`isAtRest`): it completes `interrupted` now, as the next start would have completed it.
         case processStopping

@@ -147,12 +147,16 @@ public struct TaskLifecycle: Lifecycle {
     /// default one completes `interrupted`, keeping resume data where it can; an ephemeral one is gone
     /// with the process. A task being cancelled completes cancelled, whatever the mode.
     private mutating func restored(_ state: TaskState, _ phase: TaskPhase, _ retryDueIn: Double?, _ event: Event) -> [Action]? {
-        guard case .processRestarted(let mode) = event else { return nil }
+        guard case .processRestarted(let mode, let retriesSentRequest) = event else { return nil }
         if state == .canceling { return complete(.cancelled, shown: .canceling, partial: .discardPartial) }
         switch mode {
         case .background where state == .suspended:
             current = .suspended
             return []
+        case .background where !retriesSentRequest && (phase == .connecting || phase == .transferring):
+            // Its request may have reached the origin; running it again would send it a second
+            // time (RFC 9110 §9.2.2). Such a task is stored as connecting before it is sent.
+            return complete(.interrupted, shown: state, partial: .discardPartial)
         case .background:
             // A task that was waiting to retry waits out the rest; any other starts (a start
             // finds `begin_at` again by itself).

@@ -29,6 +29,7 @@ struct TaskLifecycleTests {
     static let events: [E] = [
         .created(start: true), .created(start: false),
         .processRestarted(mode: .background), .processRestarted(mode: .default), .processRestarted(mode: .ephemeral),
+        .processRestarted(mode: .background, retriesSentRequest: false),
         .processStopping,
         .resume, .suspend, .cancel(produceResumeData: false), .cancel(produceResumeData: true),
         .startDue, .beginLater(after: 60), .startFailed(.timedOut), .startPrepared,
@@ -108,8 +109,13 @@ struct TaskLifecycleTests {
         for (from, background, otherwise) in restarts {
             let ephemeral: (S, [A]) = from == .restored(.canceling, .waiting, retryDueIn: nil)
                 ? otherwise : (.deleted, [.discardPartial])
+            // A request that may have reached the origin, with a method the session does not
+            // send twice, is not run again: only the one caught mid-transfer ends.
+            let notSentTwice: (S, [A]) = from == .restored(.running, .transferring, retryDueIn: nil)
+                ? completes(.interrupted, shown: .running, .discardPartial) : background
             t += rows(from, [
                 r(.processRestarted(mode: .background), background),
+                r(.processRestarted(mode: .background, retriesSentRequest: false), notSentTwice),
                 r(.processRestarted(mode: .default), otherwise),
                 r(.processRestarted(mode: .ephemeral), ephemeral),
             ])

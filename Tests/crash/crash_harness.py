@@ -13,6 +13,10 @@ every task that got a 201 in a durable session must exist. A last start then run
   - every background task completes (successfully, unless the harness cancelled it); default tasks
     complete (`interrupted` allowed);
   - every successful download has the origin's sha256, in its result and in the bytes on disk;
+  - a POST data task's body reached the origin at most once (exactly once when it succeeded),
+    though some were in flight at a kill;
+  - a task creation under an Idempotency-Key, repeated after the next restart, gets the first
+    reply byte for byte (and the journal stays numbered without gaps);
   - a slow small download that ran for over a second and a half before a kill was not fetched
     from zero again (background) and was interrupted with resume data (default);
   - each durable session's journal is numbered without gaps and holds exactly one `task.completed`
@@ -50,7 +54,7 @@ from support.origin import Origin  # noqa: E402
 from support.receiver import WebhookReceiver  # noqa: E402
 from support.transferd import Transferd  # noqa: E402
 
-from crash_workload import MiB, SESSIONS, WEBHOOK_SCHEDULE, RETRY, Report, Submitted, Workload  # noqa: E402
+from crash_workload import MiB, SESSIONS, WEBHOOK_SCHEDULE, RETRY, Replay, Report, Submitted, Workload  # noqa: E402
 
 
 class Harness:
@@ -67,6 +71,8 @@ class Harness:
         self.td = self.service(workdir / "data")
         self.submitted: dict[tuple[str, str], Submitted] = {}
         self.verified: set[tuple[str, str]] = set()
+        # Keyed creations of the last round, replayed after the restart that follows it.
+        self.replays: list[Replay] = []
 
     def service(self, data_dir: Path) -> Transferd:
         """What the rounds start, kill and talk to: one transferd."""
@@ -105,6 +111,7 @@ class Harness:
         self.td.start() if self.td.process is None else self.td.restart()
         self.check_acknowledged_exist()
         self.attach_sessions()
+        self.check_replays()
         if self.rng.random() < 0.3:
             self.receiver.respond_with(500, times=self.rng.randint(1, 3))
         workload = Workload(self, self.report.rounds + 1, random.Random(self.rng.random()))
@@ -115,6 +122,7 @@ class Harness:
         workload.join(timeout=30)
         for task in workload.submitted:
             self.submitted[(task.session, task.id)] = task
+        self.replays = workload.replays
         self.report.submitted += len(workload.submitted)
         self.report.rounds += 1
         self.check_database()
@@ -170,10 +178,23 @@ class Harness:
                 elif file_sha256(result["location"]) != submitted.sha256:
                     self.report.finding(f"corrupt file {sid}/{tid} at {result['location']}")
 
+    def check_replays(self) -> None:
+        """The keyed creations of the round before this restart, repeated: each gets its first
+        reply, byte for byte (an ephemeral session's are gone with it, and not asked)."""
+        for replay in self.replays:
+            if SESSIONS[replay.session][0] == "ephemeral":
+                continue
+            again = self.td.post(tasks_path(replay.session), json=replay.body, headers={"Idempotency-Key": replay.key})
+            if (again.status_code, again.content) != (replay.status, replay.reply):
+                self.report.finding(f"replay of {replay.session} {replay.key}: {again.status_code} {again.text[:200]}, "
+                                    f"first {replay.status} {replay.reply[:200]!r}")
+        self.replays = []
+
     def finish(self, timeout: float) -> None:
         """A last start that runs to the end, then the end-state checks."""
         self.td.restart()
         self.attach_sessions()
+        self.check_replays()
         deadline = time.monotonic() + timeout
         while True:
             stored = {sid: self.stored_tasks(sid) for sid in self.durable_sessions()}
@@ -188,6 +209,7 @@ class Harness:
         self.check_acknowledged_exist()
         self.check_outcomes(stored)
         self.check_progress_kept(stored)
+        self.check_sent_once(stored)
         for sid in self.durable_sessions():
             self.check_journal(sid, stored[sid], deadline)
 
@@ -198,12 +220,25 @@ class Harness:
                 continue
             code = (task["error"] or {}).get("code")
             allowed = {None, "cancelled"} if submitted.cancelled else {None}
-            if submitted.mode == "default":
+            # A POST caught in flight by a kill is not sent again: it ends interrupted.
+            if submitted.mode == "default" or submitted.once_id:
                 allowed |= {"interrupted"}
             if code not in allowed:
                 self.report.finding(f"{submitted.mode} task {sid}/{tid} ({task['kind']}) ended with {task['error']}")
             elif task["kind"] == "upload" and code is None and task["response"]["status"] != 201:
                 self.report.finding(f"upload {sid}/{tid} answered {task['response']['status']}")
+
+    def check_sent_once(self, stored: dict[str, dict[str, dict]]) -> None:
+        """A POST's body reached the origin at most once, and exactly once when the task succeeded."""
+        for (sid, tid), submitted in self.submitted.items():
+            if submitted.once_id is None:
+                continue
+            bodies = len(self.origin.bodies(submitted.once_id))
+            task = stored.get(sid, {}).get(tid)
+            succeeded = task is not None and task["state"] == "completed" and task["error"] is None
+            if bodies > 1 or (succeeded and bodies != 1):
+                self.report.finding(f"{submitted.mode} POST {sid}/{tid}: its body reached the origin {bodies} times "
+                                    f"({'succeeded' if succeeded else (task or {}).get('error')})")
 
     # What ran this long before a kill had a named partial (a second, plus the loop's sweep and
     # the head's flush, with margin).

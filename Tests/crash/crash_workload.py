@@ -45,6 +45,19 @@ class Submitted:
     cancelled: bool = False
     # A slow small download's seed: what finds its requests at the origin (`Harness.check_progress_kept`).
     slow_seed: str | None = None
+    # A POST data task's request id at the origin's /once (`Harness.check_sent_once`).
+    once_id: str | None = None
+
+
+@dataclass
+class Replay:
+    """A task creation acknowledged under an Idempotency-Key: the request and the reply's bytes."""
+
+    session: str
+    key: str
+    body: dict
+    status: int
+    reply: bytes
 
     @property
     def mode(self) -> str:
@@ -72,11 +85,12 @@ class Workload(threading.Thread):
         self.rng = rng
         self.stop = threading.Event()
         self.submitted: list[Submitted] = []
+        self.replays: list[Replay] = []
         self._n = 0
 
     def run(self) -> None:
         actions = [(self.download, 5), (self.slow_small_download, 2), (self.batch, 1), (self.upload, 2), (self.data, 2),
-                   (self.cancel_and_resume, 1), (self.suspend_and_resume, 1)]
+                   (self.once_post, 2), (self.keyed_download, 1), (self.cancel_and_resume, 1), (self.suspend_and_resume, 1)]
         choices = [a for a, weight in actions for _ in range(weight)]
         try:
             while not self.stop.is_set():
@@ -143,12 +157,32 @@ class Workload(threading.Thread):
         self._create(sid, [body], [(None, None)])
 
     def data(self, sid: str) -> None:
-        if self.rng.random() < 0.5:
-            body = {"kind": "data", "request": {"url": self.h.origin.url("/echo"), "method": "POST",
-                                                "body": {"text": self._seed()}}}
-        else:
-            body = {"kind": "data", "request": {"url": self.h.origin.url(f"/bytes/{self.rng.randint(1, 100_000)}")}}
+        body = {"kind": "data", "request": {"url": self.h.origin.url(f"/bytes/{self.rng.randint(1, 100_000)}")}}
         self._create(sid, [body], [(None, None)])
+
+    def once_post(self, sid: str) -> None:
+        """A POST the origin counts by request id, some held unanswered for a while (in flight at the
+        kill): whatever happens, the origin reads its body at most once."""
+        seed = self._seed()
+        hold = f"?hold={self.rng.choice([0, 0.3, 1.5])}"
+        body = {"kind": "data", "request": {"url": self.h.origin.url(f"/once/{seed}{hold}"), "method": "POST",
+                                            "body": {"text": seed}}}
+        for made in self._create(sid, [body], [(None, None)]):
+            made.once_id = seed
+
+    def keyed_download(self, sid: str) -> None:
+        """A download created under an Idempotency-Key, replayed after the next restart
+        (`Harness.check_replays`): the replay must be the first reply, byte for byte."""
+        body, expected = self._download_body([1000, 400_000, 3 * MiB])
+        key = "crash-" + self._seed()
+        response = self.h.td.post(tasks_path(sid), json=body, headers={"Idempotency-Key": key})
+        if response.status_code != 201:
+            if not self.h.expected_refusal(sid, response):
+                self.h.report.finding(f"keyed creation refused: {response.status_code} {response.text[:300]}")
+            return
+        task = response.json()
+        self.submitted.append(Submitted(sid, task["id"], task["kind"], self.round, *expected))
+        self.replays.append(Replay(sid, key, body, response.status_code, response.content))
 
     def _running_download(self, sid: str) -> Submitted | None:
         candidates = [s for s in self.submitted if s.session == sid and s.kind == "download" and not s.cancelled]

@@ -119,3 +119,27 @@ def test_retry_methods_default_to_the_idempotent_methods_and_are_echoed(transfer
 ])
 def test_bad_retry_methods_are_refused_naming_the_field(shared_transferd, methods, field):
     assert_problem(put_session(shared_transferd, unique(), configuration={"retry": {"methods": methods}}), 422, field=field)
+
+
+def post_in_flight_at_kill9(transferd, origin, configuration: dict, request_id: str) -> dict:
+    """A background session's POST that the origin read and holds unanswered when transferd is
+    killed with SIGKILL; transferd started again. The task, once completed."""
+    sid = create_session(transferd, mode="background", configuration=configuration)
+    task = create_task(transferd, sid, post(origin.url(f"/once/{request_id}?hold=20"), "pay 10 EUR"))
+    wait_for(lambda: origin.bodies(request_id), timeout=10, message="the POST to reach the origin")
+    transferd.kill9()
+    transferd.restart()
+    return wait_task(transferd, sid, task["id"])
+
+
+def test_a_background_post_in_flight_at_kill9_is_not_sent_again(transferd, origin):
+    done = post_in_flight_at_kill9(transferd, origin, {"retry": QUICK}, "inflight")
+    assert_task_error(done, "interrupted")
+    assert "may have reached the origin" in done["error"]["message"], done["error"]
+    assert origin.bodies("inflight") == [b"pay 10 EUR"], "the POST was sent again after the restart"
+
+
+def test_a_background_post_the_session_retries_runs_again_after_kill9(transferd, origin):
+    done = post_in_flight_at_kill9(transferd, origin, {"retry": {"methods": ["POST"], **QUICK}}, "again")
+    assert_success(done)
+    assert origin.bodies("again") == [b"pay 10 EUR", b"pay 10 EUR"]

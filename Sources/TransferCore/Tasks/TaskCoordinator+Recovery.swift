@@ -43,20 +43,31 @@ extension TaskCoordinator {
                                                                            attempts: record.metrics.attempts, retryDueIn: retryDueIn))
             let actions = session.locked {
                 session.addTask(entry)
-                return step(entry, .processRestarted(mode: session.mode))
+                return step(entry, .processRestarted(mode: session.mode,
+                                                     retriesSentRequest: session.configuration.retry.retries(record.method)))
             }
             let ends = actions.contains { if case .complete = $0 { true } else { false } }
             if ends { toEnd.append((entry, session, actions)) } else { toStart.append((entry, session, actions)) }
         }
         // An interrupted download leaves resume data where it can be continued.
         let interrupted = TaskError(code: .interrupted, message: "transferd stopped while the task was unfinished")
-        for (entry, session, actions) in toEnd + toStart { perform(actions, of: entry, in: session, ending: interrupted) }
+        for (entry, session, actions) in toEnd + toStart {
+            perform(actions, of: entry, in: session, ending: TaskCoordinator.restartEnding(of: entry.record, in: session, interrupted))
+        }
         for session in restored {
             checkInvalidation(session)
             removeIfSettled(session)
             // Deliveries that were due continue: the channel starts from what was delivered.
             updateDelegateChannel(session)
         }
+    }
+
+    /// Why a restart ends a task: a background one only when its request may have reached the
+    /// origin with a method the session does not send twice.
+    static func restartEnding(of record: TaskRecord, in session: SessionState, _ interrupted: TaskError) -> TaskError {
+        guard session.mode == .background else { return interrupted }
+        return TaskError(code: .interrupted, message: "transferd stopped while the \(record.method) request may have reached the "
+                         + "origin; it is not sent again (retry.methods does not list \(record.method))")
     }
 
     /// A stored session as a value in memory, not yet registered; nil (logged) when its stored

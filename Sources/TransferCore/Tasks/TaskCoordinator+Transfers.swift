@@ -70,6 +70,31 @@ extension TaskCoordinator {
             ? max(0, configuration.retry.maxAttempts - record.metrics.attempts - 1) : 0
 
         let observer = TaskTransferObserver(coordinator: self, session: session, entry: entry)
+        guard TaskCoordinator.recordsSendingFirst(record, configuration: configuration, mode: session.mode) else {
+            return submit(spec, observer: observer, of: entry, in: session)
+        }
+        // Stored before it goes out: a restart then knows the origin may have seen it, and does
+        // not send it again (`TaskLifecycle`, `.processRestarted`). One commit per such attempt,
+        // grouped with the others of its moment.
+        var marked = session.locked { entry.record }
+        marked.phase = .connecting
+        persist(session, [.updateTaskKeepingState(marked, document: marked.storageDocument())]) { [self, spec] result in
+            guard case .failure = result else { return submit(spec, observer: observer, of: entry, in: session) }
+            startFailed(entry, in: session, TaskError(code: .cannotWriteToFile, message:
+                "not sent: the store could not record that the \(record.method) was about to go out"))
+        }
+    }
+
+    /// Whether an attempt is recorded as sent before it is: a background session's task (the mode
+    /// that runs a task again after a restart) whose method is not tried again once the origin may
+    /// have seen it (`retry.methods`).
+    static func recordsSendingFirst(_ record: TaskRecord, configuration: SessionConfiguration, mode: SessionMode) -> Bool {
+        mode == .background && !configuration.retry.retries(record.method)
+    }
+
+    /// Hands the prepared transfer to the engine — unless the lifecycle, told the start is ready,
+    /// says otherwise (a suspend or cancel came meanwhile).
+    private func submit(_ spec: TransferSpec, observer: TaskTransferObserver, of entry: TaskEntry, in session: SessionState) {
         let declined: [TaskLifecycle.Action]? = session.locked {
             // A suspend or cancel that came meanwhile was left to this moment: nothing ran to stop.
             let actions = step(entry, .startPrepared)

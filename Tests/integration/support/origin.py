@@ -62,7 +62,8 @@ content; `Origin.validators(n, seed, etag)` the `(ETag, Last-Modified)` it sends
   `{"id", "count", "body_length"}` (count: bodies received for `id` so far). `reset=1` reads the
   request and resets the connection instead of answering; `reset_reused=1` does so only for a
   request that came on a connection that already carried one (a kept-alive connection the origin
-  closes under the next request, after reading it).
+  closes under the next request, after reading it); `hold=S` keeps the first request for `id`
+  waiting S seconds after reading it before it answers (a request caught in flight).
 `/cookies/set?name=value&...` — one Set-Cookie per pair, `Path=/`; reserved keys `path`, `domain`,
   `max_age` and `expired=1` (Max-Age=0 and an Expires in 1970) add attributes to all of them;
   `redirect=U` answers 302 with `Location: U` (the cookies set on the redirect).
@@ -1094,6 +1095,8 @@ class _OriginHandler(LoopbackHandler):
         if _query_flag(self.query, "reset") or (_query_flag(self.query, "reset_reused") and self.conn.requests > 1):
             self.reset_connection()
             return
+        if count == 1 and "hold" in self.query:
+            self.pause(_query_number(self.query, "hold", kind=float))
         self.send_json({"id": match[1], "count": count, "body_length": len(body)})
 
     # cookies
