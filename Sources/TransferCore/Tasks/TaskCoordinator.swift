@@ -127,11 +127,15 @@ package final class TaskCoordinator: @unchecked Sendable {
         // answers in that order.
         session.feed.serially {
             let events = journal(drafts, reportedBy: entry, in: session)
+            let seqs = events.first.map { $0.seq...events[events.count - 1].seq }
             store.commit(events.isEmpty ? changes : changes + [.insertEvents(events)]) { [logger] result in
                 switch result {
                 case .success:
+                    if let seqs { session.locked { session.numbering.stored(seqs) } }
                     session.feed.publish(events)
                 case .failure(let error):
+                    // Nothing of the batch was stored: its seqs are given back, so no gap is left.
+                    if let seqs { session.locked { session.numbering.refused(seqs) } }
                     // Every failed commit, whoever asked for it, gets its line: the store is where
                     // an operator must look first.
                     var metadata: Logger.Metadata = ["session": .string(session.identifier), "error": "\(error)",
@@ -154,9 +158,8 @@ package final class TaskCoordinator: @unchecked Sendable {
             guard !all.isEmpty else { return [] }
             var events: [Event] = []
             func append(_ draft: EventDraft) {
-                events.append(Event(id: Event.newID(at: now), seq: session.nextEventSeq, session: session.identifier, type: draft.type,
+                events.append(Event(id: Event.newID(at: now), seq: session.numbering.take(), session: session.identifier, type: draft.type,
                                     task: draft.task, at: now, data: draft.data))
-                session.nextEventSeq += 1
             }
             for draft in all {
                 append(draft)
@@ -239,10 +242,15 @@ package final class TaskCoordinator: @unchecked Sendable {
         if let snapshot = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }) {
             return snapshot
         }
-        if let stored = try? store(of: session).loadTask(session: session.identifier, id: id) {
-            return stored
+        let stored: TaskRecord?
+        do {
+            stored = try store(of: session).loadTask(session: session.identifier, id: id)
+        } catch {
+            // Not "does not exist": a client told so would create the task again, or give up on it.
+            throw Refusal.storeFailure(error)
         }
-        throw Refusal.notFound("task \(id)")
+        guard let stored else { throw Refusal.notFound("task \(id)") }
+        return stored
     }
 
     /// The task object as the API returns it, encoded (cached for tasks that are not moving).

@@ -1,0 +1,112 @@
+"""An outage is an outage: while PostgreSQL is stopped, every call that needs the store is answered
+503 `store_unavailable` with `Retry-After` — on the replica holding the session and on the others —
+never 404 "does not exist" nor 200 with an empty list, and `/readyz` says unready. Started again,
+everything acknowledged before is there and the session's `seq` goes on without a gap.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from support.api import (assert_problem, assert_success, create_session, create_task, download, get_task,
+                         session_path, task_path, tasks_path, wait_for, wait_task)
+from support.cluster import Cluster, PostgresServer
+from support.events import all_events, events_path
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    with PostgresServer() as server:
+        yield server
+
+
+def outage_calls(sid: str, tid: str, origin) -> list[tuple[str, str, dict]]:
+    """Every kind of call a client makes on a session: create a task, read it, list, read events,
+    read the session."""
+    return [("POST", tasks_path(sid), {"json": download(origin.url("/bytes/512?seed=during"))}),
+            ("GET", task_path(sid, tid), {}),
+            ("GET", tasks_path(sid), {}),
+            ("GET", events_path(sid, "?after=0"), {}),
+            ("GET", session_path(sid), {})]
+
+
+def assert_outage(response) -> None:
+    body = assert_problem(response, 503, "store_unavailable")
+    assert response.headers.get("Retry-After", "").isdigit(), (response.headers, body)
+
+
+def test_a_stopped_database_is_answered_503_and_everything_acknowledged_is_there_after(postgres, origin):
+    with Cluster(postgres.database(), replicas=2) as cluster:
+        a, b = cluster.replicas
+        sid = create_session(a, mode="background")
+        done = [assert_success(wait_task(b, sid, create_task(b, sid, download(origin.url(f"/bytes/{1024 + i}?seed=before")))["id"]))
+                for i in range(3)]
+        journal = all_events(a, sid)
+        assert len(journal) >= 6
+
+        postgres.stop()
+        try:
+            for replica in (a, b):
+                wait_for(lambda: replica.get("/readyz").status_code == 503, timeout=30, message="/readyz 503")
+            # The holder may answer from memory until its lease lapses; from then on, and on the
+            # other replica at once, every call is a 503 saying why.
+            seen: dict[int, str] = {}
+
+            def session_reads_refused() -> bool:
+                for r in (a, b):
+                    response = r.get(session_path(sid))
+                    seen[r.port] = f"{response.status_code} {response.text[:200]}"
+                return all(text.startswith("503") for text in seen.values())
+            try:
+                wait_for(session_reads_refused, timeout=cluster.lease_timeout * 3, message="the session's reads to turn 503")
+            except AssertionError as error:
+                raise AssertionError(f"{error}; last answers: {seen}") from None
+            for replica in (a, b):
+                for method, path, extra in outage_calls(sid, done[0]["id"], origin):
+                    assert_outage(replica.request(method, path, **extra))
+        finally:
+            postgres.start()
+
+        for replica in (a, b):
+            wait_for(lambda: replica.get("/readyz").status_code == 200, timeout=30, message="/readyz back to 200")
+        # Everything acknowledged before the outage, as it was.
+        for task in done:
+            assert get_task(b, sid, task["id"]) == task
+        assert all_events(b, sid) == journal
+        # The same calls work again, and the journal goes on without a gap.
+        after = create_task(a, sid, download(origin.url("/bytes/700?seed=after")))
+        assert_success(wait_task(b, sid, after["id"]))
+        for method, path, extra in outage_calls(sid, done[0]["id"], origin)[1:]:
+            assert b.request(method, path, **extra).status_code == 200
+        seqs = [e["seq"] for e in all_events(a, sid)]
+        assert seqs == list(range(1, len(seqs) + 1)), seqs
+        assert all_events(a, sid)[:len(journal)] == journal
+
+
+def test_one_node_on_a_stopped_database_refuses_with_503_and_leaves_no_trace_of_what_it_refused(
+        postgres, start_transferd, api_token, origin):
+    """Without a cluster the session stays in memory; what needs the store is refused all the
+    same, and a refused task creation leaves nothing: no task, no consumed `seq`."""
+    td = start_transferd("--database", postgres.database(), api_token=api_token)
+    sid = create_session(td, mode="background")
+    done = assert_success(wait_task(td, sid, create_task(td, sid, download(origin.url("/bytes/2048?seed=one")))["id"]))
+    journal = all_events(td, sid)
+
+    postgres.stop()
+    try:
+        wait_for(lambda: td.get("/readyz").status_code == 503, timeout=30, message="/readyz 503")
+        # The session itself is in memory and answered from there; the rest needs the store.
+        for method, path, extra in outage_calls(sid, done["id"], origin)[:4]:
+            assert_outage(td.request(method, path, **extra))
+    finally:
+        postgres.start()
+
+    wait_for(lambda: td.get("/readyz").status_code == 200, timeout=30, message="/readyz back to 200")
+    assert get_task(td, sid, done["id"]) == done
+    assert all_events(td, sid) == journal
+    after = create_task(td, sid, download(origin.url("/bytes/900?seed=one-after")))
+    assert_success(wait_task(td, sid, after["id"]))
+    listed = td.get(tasks_path(sid)).json()["tasks"]
+    assert [t["id"] for t in listed] == [done["id"], after["id"]], "the refused creation left a task behind"
+    seqs = [e["seq"] for e in all_events(td, sid)]
+    assert seqs == list(range(1, len(seqs) + 1)), f"a refused change consumed a seq: {seqs}"
