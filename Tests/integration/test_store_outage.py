@@ -1,17 +1,23 @@
-"""An outage is an outage: while PostgreSQL is stopped, every call that needs the store is answered
-503 `store_unavailable` with `Retry-After` — on the replica holding the session and on the others —
-never 404 "does not exist" nor 200 with an empty list, and `/readyz` says unready. Started again,
+"""An outage is an outage: while PostgreSQL is stopped, or SQLite's disk is full, every call that
+needs the store is answered 503 `store_unavailable` with `Retry-After` — on the replica holding the
+session and on the others — never 404 "does not exist" nor 200 with an empty list, and `/readyz`
+says unready. Started again,
 everything acknowledged before is there and the session's `seq` goes on without a gap.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 import pytest
 
-from support.api import (assert_problem, assert_success, create_session, create_task, download, get_task,
+from support.api import (assert_problem, assert_success, create_batch, create_session, create_task, download, get_task,
                          session_path, task_path, tasks_path, wait_for, wait_task)
 from support.cluster import Cluster, PostgresServer
 from support.events import all_events, events_path
+from support.tmpfs import tmpfs
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +53,7 @@ def test_a_stopped_database_is_answered_503_and_everything_acknowledged_is_there
         postgres.stop()
         try:
             for replica in (a, b):
-                wait_for(lambda: replica.get("/readyz").status_code == 503, timeout=30, message="/readyz 503")
+                wait_for(lambda replica=replica: replica.get("/readyz").status_code == 503, timeout=30, message="/readyz 503")
             # The holder may answer from memory until its lease lapses; from then on, and on the
             # other replica at once, every call is a 503 saying why.
             seen: dict[int, str] = {}
@@ -68,7 +74,7 @@ def test_a_stopped_database_is_answered_503_and_everything_acknowledged_is_there
             postgres.start()
 
         for replica in (a, b):
-            wait_for(lambda: replica.get("/readyz").status_code == 200, timeout=30, message="/readyz back to 200")
+            wait_for(lambda replica=replica: replica.get("/readyz").status_code == 200, timeout=30, message="/readyz back to 200")
         # Everything acknowledged before the outage, as it was.
         for task in done:
             assert get_task(b, sid, task["id"]) == task
@@ -110,3 +116,64 @@ def test_one_node_on_a_stopped_database_refuses_with_503_and_leaves_no_trace_of_
     assert [t["id"] for t in listed] == [done["id"], after["id"]], "the refused creation left a task behind"
     seqs = [e["seq"] for e in all_events(td, sid)]
     assert seqs == list(range(1, len(seqs) + 1)), f"a refused change consumed a seq: {seqs}"
+
+
+@pytest.fixture
+def small_data_dir(tmp_path):
+    """A data directory on an 8 MiB tmpfs (needs the right to mount; skipped without it)."""
+    with tmpfs(tmp_path / "data", "8m") as mountpoint:
+        yield mountpoint
+
+
+def fill(directory: Path) -> Path:
+    """Takes every free byte of `directory`'s file system, in a file that is returned."""
+    filler = directory / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as error:
+        assert error.errno == errno.ENOSPC, error
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_full_disk_under_sqlite_is_an_outage_until_there_is_room_again(start_transferd, api_token, origin, small_data_dir):
+    td = start_transferd(api_token=api_token, data_dir=small_data_dir)
+    sid = create_session(td, mode="background")
+    suspended = [download(origin.url(f"/bytes/64?n={i}"), start=False, description="x" * 200) for i in range(300)]
+    created = create_batch(td, sid, suspended)
+    journal = all_events(td, sid)
+
+    filler = fill(small_data_dir)
+    try:
+        # Batches go on being acknowledged while the store's log has room; then they are refused.
+        refused = None
+        for _ in range(100):
+            response = td.post(tasks_path(sid) + ":batch", json={"tasks": suspended})
+            if response.status_code != 201:
+                refused = response
+                break
+            created += response.json()["tasks"]
+        assert refused is not None, "the full disk never refused a change"
+        assert_outage(refused)
+        wait_for(lambda: td.get("/readyz").status_code == 503, timeout=30, message="/readyz 503 with the disk full")
+    finally:
+        filler.unlink()
+
+    wait_for(lambda: td.get("/readyz").status_code == 200, timeout=30, message="/readyz back to 200 with room again")
+    after = create_task(td, sid, download(origin.url("/bytes/100?seed=room")))
+    assert_success(wait_task(td, sid, after["id"]))
+    listed, cursor = [], None
+    while True:
+        page = td.get(tasks_path(sid) + "?limit=1000" + (f"&after={cursor}" if cursor else "")).json()
+        listed += [t["id"] for t in page["tasks"]]
+        cursor = page.get("next")
+        if not cursor:
+            break
+    assert listed == [t["id"] for t in created] + [after["id"]], "acknowledged tasks lost, or a refused one left"
+    events = all_events(td, sid)
+    assert events[:len(journal)] == journal
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(1, len(seqs) + 1)), "a refused change consumed seqs"
