@@ -177,3 +177,34 @@ def test_a_full_disk_under_sqlite_is_an_outage_until_there_is_room_again(start_t
     assert events[:len(journal)] == journal
     seqs = [e["seq"] for e in events]
     assert seqs == list(range(1, len(seqs) + 1)), "a refused change consumed seqs"
+
+
+def test_a_task_completing_while_the_database_is_down_is_stored_completed_once_it_is_back(
+        postgres, start_transferd, api_token, origin):
+    """A completion the store refused is not shown as one (it would be dropped from memory and read
+    back from the store as running): it is committed again until it is stored, with its events."""
+    td = start_transferd("--database", postgres.database(), api_token=api_token)
+    sid = create_session(td, mode="background")
+    size = 96 * 1024
+    task = create_task(td, sid, download(origin.url(f"/bytes/{size}?seed=late&rate={size // 3}")))
+    wait_for(lambda: get_task(td, sid, task["id"])["progress"]["bytes_received"] > 0, timeout=10,
+             message="the download to start")
+    postgres.stop()
+    try:
+        # The download ends about three seconds after it began, with the database still down; its
+        # completion's commit is refused (and logged, naming the task).
+        wait_for(lambda: td.get("/readyz").status_code == 503, timeout=30, message="/readyz 503")
+        wait_for(lambda: get_task(td, sid, task["id"])["progress"]["bytes_received"] == size, timeout=30,
+                 message="the download to end")
+        td.wait_for_log(lambda r: r.get("task") == task["id"] and r.get("level") in ("error", "warning"), timeout=30)
+    finally:
+        postgres.start()
+
+    done = assert_success(wait_task(td, sid, task["id"]))
+    assert done["progress"]["bytes_received"] == size
+    # Read again: out of memory now, from the store, which has it completed too.
+    assert get_task(td, sid, task["id"])["state"] == "completed"
+    events = all_events(td, sid)
+    assert [e["type"] for e in events if e.get("task") == task["id"]][-1] == "task.completed", events
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
