@@ -104,6 +104,9 @@ def test_one_node_on_a_stopped_database_refuses_with_503_and_leaves_no_trace_of_
         # The session itself is in memory and answered from there; the rest needs the store.
         for method, path, extra in outage_calls(sid, done["id"], origin)[:4]:
             assert_outage(td.request(method, path, **extra))
+        # Uploading what a stored task downloaded: whether that task exists cannot be told now.
+        assert_outage(td.post(tasks_path(sid), json={"kind": "upload", "request": {"url": origin.url("/upload")},
+                                                     "upload": {"from_task": done["id"]}}))
     finally:
         postgres.start()
 

@@ -30,7 +30,12 @@ extension TaskCoordinator {
                 close(fd)
             case .task(let id)?:
                 let field = prefix + "upload.from_task"
-                guard let source = try? record(session, id) else {
+                let source: TaskRecord
+                do throws(Refusal) {
+                    source = try record(session, id)
+                } catch {
+                    // A store that cannot be read says nothing of whether the task exists.
+                    guard error.reason == .notFound else { throw error }
                     throw Refusal(.invalid, "task_not_found", "task \(id) does not exist in this session", field: field)
                 }
                 guard source.kind == .download, source.result != nil else {
