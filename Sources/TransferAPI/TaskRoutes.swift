@@ -194,12 +194,7 @@ struct TaskRoutes {
     static func checkIfMatch(_ request: HTTPRequest, _ session: SessionState, _ coordinator: TaskCoordinator) throws(Refusal) {
         // A task that is gone fails the precondition; a store that cannot be read is no answer to it.
         try EntityTag.checkIfMatch(request) { () throws(Refusal) -> [UInt8]? in
-            do throws(Refusal) {
-                return try coordinator.taskJSON(session, request.parameters["task"] ?? "")
-            } catch {
-                if error.reason == .notFound { return nil }
-                throw error
-            }
+            try Refusal.absentIfNotFound { () throws(Refusal) in try coordinator.taskJSON(session, request.parameters["task"] ?? "") }
         }
     }
 

@@ -97,6 +97,7 @@ def test_one_node_on_a_stopped_database_refuses_with_503_and_leaves_no_trace_of_
     sid = create_session(td, mode="background")
     done = assert_success(wait_task(td, sid, create_task(td, sid, download(origin.url("/bytes/2048?seed=one")))["id"]))
     journal = all_events(td, sid)
+    blob = td.post("/v1/blobs", data=b"kept before the outage").json()
 
     postgres.stop()
     try:
@@ -107,12 +108,14 @@ def test_one_node_on_a_stopped_database_refuses_with_503_and_leaves_no_trace_of_
         # Uploading what a stored task downloaded: whether that task exists cannot be told now.
         assert_outage(td.post(tasks_path(sid), json={"kind": "upload", "request": {"url": origin.url("/upload")},
                                                      "upload": {"from_task": done["id"]}}))
+        assert_outage(td.get(f"/v1/blobs/{blob['id']}"))
     finally:
         postgres.start()
 
     wait_for(lambda: td.get("/readyz").status_code == 200, timeout=30, message="/readyz back to 200")
     assert get_task(td, sid, done["id"]) == done
     assert all_events(td, sid) == journal
+    assert td.get(f"/v1/blobs/{blob['id']}").json() == blob
     after = create_task(td, sid, download(origin.url("/bytes/900?seed=one-after")))
     assert_success(wait_task(td, sid, after["id"]))
     listed = td.get(tasks_path(sid)).json()["tasks"]

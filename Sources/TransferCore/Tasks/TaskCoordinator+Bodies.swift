@@ -30,12 +30,7 @@ extension TaskCoordinator {
                 close(fd)
             case .task(let id)?:
                 let field = prefix + "upload.from_task"
-                let source: TaskRecord
-                do throws(Refusal) {
-                    source = try record(session, id)
-                } catch {
-                    // A store that cannot be read says nothing of whether the task exists.
-                    guard error.reason == .notFound else { throw error }
+                guard let source = try Refusal.absentIfNotFound({ () throws(Refusal) in try record(session, id) }) else {
                     throw Refusal(.invalid, "task_not_found", "task \(id) does not exist in this session", field: field)
                 }
                 guard source.kind == .download, source.result != nil else {
