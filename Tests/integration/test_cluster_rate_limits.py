@@ -15,7 +15,7 @@ from support.api import wait_for
 from support.cluster import Cluster, PostgresServer
 from support.tenants import Principal, write_auth_file
 
-RATE, BURST = 1.0, 20
+RATE, BURST = 4.0, 20
 
 
 @pytest.fixture(scope="module")
