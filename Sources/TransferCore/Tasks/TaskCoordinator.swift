@@ -200,13 +200,12 @@ package final class TaskCoordinator: @unchecked Sendable {
             ? .updateTask(record, document: document) : .updateTaskKeepingState(record, document: document)
         // A failure is logged by `persist`.
         persist(session, events: events(api), reportedBy: entry, [update] + also) { [self] result in
-            // A completion the store refused is not one: shown in memory, it would be answered
-            // as completed, then dropped from memory and read back from the store as running.
-            // It is committed again until it is stored — unless the store is closed, or the
-            // session's lease went to a replica that runs the task from what the store has.
-            if case .failure(let error) = result, record.isCompleted {
-                if case StoreError.fenced = error { return }
-                if case StoreError.closed = error { return }
+            // A completion the store could not take (the database down, the disk full) is not
+            // one: shown in memory, it would be answered as completed, then dropped from memory
+            // and read back from the store as running. It is committed again until it is stored.
+            // A refusal of the store's own (`StoreError`: closed, fenced — the lease went to a
+            // replica that runs the task from what the store has — or rejected) is final.
+            if case .failure(let error) = result, record.isCompleted, !(error is StoreError) {
                 return clock.execute { [self] in
                     clock.scheduleTimer(at: MonotonicClock.after(seconds: TaskCoordinator.completionRetryDelay)) { [self] in
                         commit(record, of: entry, in: session, events: events, endsBusy: endsBusy, also: also, then: then)
