@@ -212,7 +212,9 @@ package final class TaskCoordinator: @unchecked Sendable {
                     }
                 }
             }
-            publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted, endsBusy: endsBusy)
+            // A refused batch gave its busy count back already (`persist`).
+            let stored = if case .success = result { true } else { false }
+            publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted, endsBusy: endsBusy && stored)
             then?()
         }
     }
