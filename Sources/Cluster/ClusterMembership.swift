@@ -41,9 +41,12 @@ package final class ClusterMembership: @unchecked Sendable {
         self.logger = logger
         // Renewed several times within a lease, so one slow or failed round costs nothing; the
         // replica stops on its own a fifth of a lease before the store's expiry.
-        interval = min(1, leaseTimeout / 5)
+        interval = ClusterMembership.heartbeatInterval(leaseTimeout: leaseTimeout)
         keeper = Locked(LeaseKeeper(ttl: leaseTimeout, margin: leaseTimeout / 5))
     }
+
+    /// Seconds between heartbeats (and lease renewals): renewed several times within a lease.
+    package static func heartbeatInterval(leaseTimeout: Double) -> Double { min(1, leaseTimeout / 5) }
 
     /// Joins the cluster: the first round runs before this returns, so a replica is ready only
     /// once it has said where it is and taken what was waiting for a holder.

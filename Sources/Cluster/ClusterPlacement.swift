@@ -52,7 +52,9 @@ package final class ClusterPlacement: SessionPlacement, @unchecked Sendable {
                 try coordinator.adopt([session])
             }
         } catch {
-            // The store is unreachable: served here, where the handler reports it as such.
+            // The store is unreachable: nobody can tell where the session is, and this replica
+            // does not have it in memory, so "here" would answer that it does not exist.
+            return .unknown
         }
         return .here
     }

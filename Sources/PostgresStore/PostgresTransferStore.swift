@@ -41,7 +41,7 @@ package final class PostgresTransferStore: TransferStore {
     package func close() { writer.close() }
 
     /// False while the database cannot be reached (readiness answers 503 meanwhile).
-    package func isReadable() -> Bool {
+    package func isAvailable() -> Bool {
         (try? pool.withConnection { try $0.query("SELECT 1").count }) == 1
     }
 

@@ -19,7 +19,14 @@ package final class SQLiteTransferStore: TransferStore {
 
     package func close() { writer.close() }
 
-    package func isReadable() -> Bool { (try? reader.read { try $0.scalar("SELECT 1") }) == 1 }
+    package func isAvailable() -> Bool {
+        guard (try? reader.read({ try $0.scalar("SELECT 1") })) == 1 else { return false }
+        // The last group failed as a whole (disk full, I/O error): unavailable until a write goes
+        // through again — a probe's, so that an idle store with no traffic comes back too.
+        guard writer.isFailing else { return true }
+        writer.probe()
+        return false
+    }
 
     package func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
         writer.submit({ db in

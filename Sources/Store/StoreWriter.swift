@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import Reactor
+import Synchronization
 
 /// The one thread that writes to the database, committing in groups.
 ///
@@ -25,6 +26,8 @@ public final class StoreWriter: @unchecked Sendable {
     private let completions = DispatchQueue(label: "transferd.store.completions")
     /// Told how long each group's transaction took, `BEGIN` to `COMMIT`, in nanoseconds.
     private let observeCommit: @Sendable (UInt64) -> Void
+    /// The last group's transaction failed as a whole; cleared by the next one committed.
+    private let failing = Atomic<Bool>(false)
 
     public init(database: Database, maxGroup: Int = 4096, observeCommit: @escaping @Sendable (UInt64) -> Void = { _ in }) {
         self.database = database
@@ -56,6 +59,20 @@ public final class StoreWriter: @unchecked Sendable {
         return try result.withLock { $0! }.get()
     }
 
+    /// Whether the last group failed as a whole (the disk is full, an I/O error): every change
+    /// is refused until one commits again.
+    public var isFailing: Bool { failing.load(ordering: .acquiring) }
+
+    /// Queues a write that changes nothing but still needs room in the log (the schema version
+    /// rewritten as it is: page 1 goes to the WAL again), so that a store failing while idle
+    /// finds out when it can write again.
+    public func probe() {
+        submit({ db in
+            let version = try db.scalar("PRAGMA user_version") ?? 0
+            try db.execute("PRAGMA user_version = \(version)")
+        }, completion: { _ in })
+    }
+
     /// Commits what is queued, then stops the writer thread once every completion has run.
     public func close() {
         thread.close()
@@ -80,10 +97,12 @@ public final class StoreWriter: @unchecked Sendable {
                 }
             }
             try run("COMMIT")
+            failing.store(false, ordering: .releasing)
             observeCommit(MonotonicClock.now() - began)
         } catch {
             // The transaction as a whole failed (disk full, I/O error): nothing of it is stored.
             try? database.execute("ROLLBACK")
+            failing.store(true, ordering: .releasing)
             deliver(Outcomes(batch: batch, results: batch.map { _ in .failure(error) }))
             return
         }

@@ -39,10 +39,10 @@ enum EntityTag {
 
     /// A change with `If-Match` goes ahead only while the resource is as the client last saw it
     /// (strong comparison, §13.1.1); `current` is nil when it does not exist.
-    static func checkIfMatch(_ request: HTTPRequest, current: () -> [UInt8]?) throws(Refusal) {
+    static func checkIfMatch(_ request: HTTPRequest, current: () throws(Refusal) -> [UInt8]?) throws(Refusal) {
         guard let header = request.headers["if-match"] else { return }
         let listed = header.split(separator: ",").map { $0.trimmingCharacters() }
-        if let representation = current() {
+        if let representation = try current() {
             let tag = of(representation)
             if listed.contains(where: { $0 == "*" || $0 == tag }) { return }
         }

@@ -47,7 +47,11 @@ struct EventRoutes {
                     }
                     wait = s
                 }
-                coordinator.waitForEvents(session, after: after, limit: limit, seconds: wait) { events in
+                coordinator.waitForEvents(session, after: after, limit: limit, seconds: wait) { result in
+                    guard case .success(let events) = result else {
+                        if case .failure(let refusal) = result { responder.respond(refusal.response) }
+                        return
+                    }
                     responder.respond(RouteSupport.json { json in
                         json.beginObject()
                         json.key("events"); json.beginArray()
@@ -194,7 +198,9 @@ final class EventStream: Sendable {
         coordinator.fileWork.async { [self] in
             var cursor = after
             while !stream.isClosed {
-                let page = coordinator.events(of: session, after: cursor, limit: 500)
+                // The journal cannot be read: the stream ends rather than skip what it holds, and
+                // the client reconnects from the last `id:` it saw (a 503 while the outage lasts).
+                guard let page = try? coordinator.events(of: session, after: cursor, limit: 500) else { return stream.finish() }
                 state.withLock { write(page, to: stream, state: &$0) }
                 guard let last = page.last, page.count == 500 else { break }
                 cursor = last.seq

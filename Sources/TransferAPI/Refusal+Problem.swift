@@ -43,7 +43,13 @@ extension Refusal {
         }
         json.endArray()
         json.endObject()
-        return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/problem+json")]),
-                            body: .bytes(json.bytes))
+        var headers = HTTPHeaders([("Content-Type", "application/problem+json")])
+        // RFC 9110 §10.2.3: a 503 may say when to try again. A store outage is one a client waits
+        // out: without the field it could take the answer for a verdict on what it asked for.
+        if reason == .unavailable { headers.add("Retry-After", String(Refusal.unavailableRetryAfter)) }
+        return HTTPResponse(status: status, headers: headers, body: .bytes(json.bytes))
     }
+
+    /// Seconds a client is asked to wait before retrying a request the store could not serve.
+    static let unavailableRetryAfter = 1
 }

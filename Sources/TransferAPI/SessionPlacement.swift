@@ -1,6 +1,7 @@
 import Dispatch
 import HTTPServer
 import ReplicaForwarding
+import TransferModel
 
 /// Where a session is served in cluster mode: here, or at the replica that holds it now.
 package enum SessionPlace: Sendable, Equatable {
@@ -10,6 +11,9 @@ package enum SessionPlace: Sendable, Equatable {
     /// Held by a replica that is gone, at this replica's own address (the process this one
     /// replaced), until its lease expires: the client retries, and then finds the session taken over.
     case moving
+    /// The store that says where cannot be reached: nowhere can the session be served now. Taken
+    /// for "here", the request would find no session in memory and answer that it does not exist.
+    case unknown
 }
 
 /// Which replica holds each session (its lease). `knownPlace` is asked on the server's threads
@@ -74,6 +78,8 @@ package struct SessionForwarding: Sendable {
                 responder.respond(SessionForwarding.retry("this session moved to another replica (\(address)) meanwhile"))
             case .moving:
                 responder.respond(SessionForwarding.retry("this session's replica is gone and its lease not yet expired"))
+            case .unknown:
+                responder.respond(SessionForwarding.storeUnreachable(request))
             default:
                 here()
             }
@@ -83,6 +89,12 @@ package struct SessionForwarding: Sendable {
     /// 503 `replica_unavailable`: the session is moving between replicas; a retry soon finds it.
     static func retry(_ why: String) -> HTTPResponse {
         .problem(HTTPProblem(503, "replica_unavailable", "\(why); retry shortly"), headers: HTTPHeaders([("Retry-After", "1")]))
+    }
+
+    /// 503 `store_unavailable`: where the session is served cannot be looked up now.
+    static func storeUnreachable(_ request: HTTPRequest) -> HTTPResponse {
+        Refusal(.unavailable, "store_unavailable",
+                "where session \(request.parameters["identifier"] ?? "") is served cannot be looked up: the store cannot be reached; retry shortly").response
     }
 
     private func act(_ place: SessionPlace, _ request: HTTPRequest, _ responder: Responder,
@@ -99,6 +111,8 @@ package struct SessionForwarding: Sendable {
             forwarder.forward(request, to: address, responder)
         case .moving:
             responder.respond(SessionForwarding.retry("this session's replica is gone and its lease not yet expired"))
+        case .unknown:
+            responder.respond(SessionForwarding.storeUnreachable(request))
         default:
             here()
         }

@@ -192,7 +192,10 @@ struct TaskRoutes {
 
     /// `If-Match` against the task the path names, as it is now.
     static func checkIfMatch(_ request: HTTPRequest, _ session: SessionState, _ coordinator: TaskCoordinator) throws(Refusal) {
-        try EntityTag.checkIfMatch(request) { try? coordinator.taskJSON(session, request.parameters["task"] ?? "") }
+        // A task that is gone fails the precondition; a store that cannot be read is no answer to it.
+        try EntityTag.checkIfMatch(request) { () throws(Refusal) -> [UInt8]? in
+            try Refusal.absentIfNotFound { () throws(Refusal) in try coordinator.taskJSON(session, request.parameters["task"] ?? "") }
+        }
     }
 
     static func location(_ record: TaskRecord) -> HTTPHeaders {

@@ -59,4 +59,16 @@ package struct Refusal: Error, Sendable {
     }
 
     package static func notFound(_ what: String) -> Refusal { Refusal(.notFound, "not_found", "\(what) does not exist") }
+
+    /// What `lookUp` found, or nil when it refused because there is no such thing. Any other
+    /// refusal — a store that cannot be read above all — is no answer to whether it exists, and
+    /// is thrown on.
+    package static func absentIfNotFound<T>(_ lookUp: () throws(Refusal) -> T) throws(Refusal) -> T? {
+        do throws(Refusal) {
+            return try lookUp()
+        } catch {
+            guard error.reason == .notFound else { throw error }
+            return nil
+        }
+    }
 }

@@ -13,8 +13,9 @@ package protocol TransferStore: AnyObject, Sendable {
 
     /// Commits what is queued and stops taking batches (later ones fail).
     func close()
-    /// Whether the store answers reads (for readiness).
-    func isReadable() -> Bool
+    /// Whether the store answers reads, and writes when the last ones failed (for readiness): a
+    /// full disk lets every read through and refuses every change.
+    func isAvailable() -> Bool
 
     // MARK: sessions
 

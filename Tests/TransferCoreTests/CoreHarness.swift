@@ -113,7 +113,7 @@ final class CoreHarness: @unchecked Sendable {
         while true {
             let events = try Self.wait {
                 coordinator.waitForEvents(session, after: after, limit: 100, seconds: Self.patience, completion: $0)
-            }
+            }.get()
             guard let last = events.last else { throw HarnessError("no \(type.rawValue) event came") }
             if events.contains(where: { $0.type == type && (id == nil || $0.task == id) }) { return }
             after = last.seq

@@ -14,10 +14,10 @@ struct EphemeralSessionTests {
 
             #expect(try core.store.loadSessions().isEmpty)
             #expect(try core.storedEvents(of: "s").isEmpty)
-            #expect(core.coordinator.events(of: session, after: 0, limit: 100).count == 5)
+            #expect(try core.coordinator.events(of: session, after: 0, limit: 100).count == 5)
 
             try CoreHarness.wait { core.coordinator.acknowledge(session, through: 3, completion: $0) }.get()
-            #expect(core.coordinator.events(of: session, after: 0, limit: 100).map(\.seq) == [4, 5])
+            #expect(try core.coordinator.events(of: session, after: 0, limit: 100).map(\.seq) == [4, 5])
         }
     }
 }

@@ -56,14 +56,14 @@ final class PostgresStoreTests: PostgresTestCase {
         let store = try PostgresTransferStore(url: server.url)
         defer { store.close() }
         try store.apply([.upsertSession(F.session()), F.insert(F.task("before", sequence: 1))])
-        XCTAssertTrue(store.isReadable())
+        XCTAssertTrue(store.isAvailable())
 
         try server.stop()
-        XCTAssertFalse(store.isReadable())
+        XCTAssertFalse(store.isAvailable())
         XCTAssertThrowsError(try store.apply([F.insert(F.task("lost", sequence: 2))]))
 
         try server.start()
-        XCTAssertTrue(store.isReadable(), "a read reconnects")
+        XCTAssertTrue(store.isAvailable(), "a read reconnects")
         try store.apply([F.insert(F.task("after", sequence: 3))])
 
         // A restart while the store is idle: the first write finds its connection broken, and makes a new one.

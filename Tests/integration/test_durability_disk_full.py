@@ -6,12 +6,12 @@ fsynced, so nothing half-written is ever left at a final name."""
 from __future__ import annotations
 
 import resource
-import subprocess
 
 import pytest
 
 from support.api import (assert_success, assert_task_error, create_session, data, download, get_task, run_task)
 from support.origin import Origin
+from support.tmpfs import tmpfs
 
 MiB = 1 << 20
 
@@ -44,17 +44,8 @@ def test_file_size_limit_fails_the_task_and_transferd_keeps_serving(transferd, o
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A 4 MiB tmpfs (needs the right to mount; skipped without it)."""
-    mountpoint = tmp_path / "small"
-    mountpoint.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "small", "4m") as mountpoint:
         yield mountpoint
-    finally:
-        # Lazily: transferd may still hold the root open.
-        subprocess.run(["umount", "-l", str(mountpoint)], check=False)
 
 
 # 8 MiB is written through the page cache; from 16 MiB on a download is written with O_DIRECT from

@@ -19,9 +19,10 @@ enum APIResource: Sendable {
 /// combination is tested without a server.
 enum Access {
     /// nil: allowed. `identifier` and `blob` are the path's parameters; `blobOwner` looks a blob's
-    /// owner up (nil: there is no such blob; `.some(nil)`: a blob from before blobs had owners).
+    /// owner up (nil: there is no such blob; `.some(nil)`: a blob from before blobs had owners;
+    /// a refusal when the store cannot tell).
     static func decide(_ principal: Principal, method: String, resource: APIResource, identifier: String?, blob: String?,
-                       blobOwner: (String) -> String??) -> Refusal?
+                       blobOwner: (String) throws(Refusal) -> String??) -> Refusal?
     {
         if principal.role == .read && Principal.changes(method) {
             return Refusal(.forbidden, "forbidden", "principal \(principal.name) has the read role: it may look, not change")
@@ -43,7 +44,9 @@ enum Access {
             return nil
         case .blob:
             let id = blob ?? ""
-            guard let owner = blobOwner(id), principal.owns(blobStoredBy: owner) else { return Refusal.notFound("blob \(id)") }
+            let found: String??
+            do throws(Refusal) { found = try blobOwner(id) } catch { return error }
+            guard let owner = found, principal.owns(blobStoredBy: owner) else { return Refusal.notFound("blob \(id)") }
             return nil
         }
     }

@@ -10,13 +10,13 @@ import TransferModel
 package struct AccessGate: Sendable {
     let directory: PrincipalDirectory
     /// A client blob's owner: nil when there is no such blob.
-    let blobOwner: @Sendable (String) -> String??
+    let blobOwner: @Sendable (String) throws(Refusal) -> String??
     let audit: Logger
     /// Cluster mode: recognises requests another replica forwarded, whose request budget that
     /// replica spent already.
     let forwarded: ForwardingProof?
 
-    package init(directory: PrincipalDirectory, blobOwner: @escaping @Sendable (String) -> String??, audit: Logger,
+    package init(directory: PrincipalDirectory, blobOwner: @escaping @Sendable (String) throws(Refusal) -> String??, audit: Logger,
                  forwarded: ForwardingProof? = nil)
     {
         self.directory = directory

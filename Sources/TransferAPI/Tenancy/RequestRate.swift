@@ -26,8 +26,12 @@ struct RequestBucket: Sendable {
         let retryAfter: Int
     }
 
-    /// `share`: the fraction of the rate and burst this replica grants (`ReplicaShare`).
+    /// `share`: the fraction of the rate and burst this replica grants (`ReplicaShare`); none
+    /// refuses every request, leaving the bucket as it is.
     mutating func take(now: UInt64, share: Double = 1) -> Decision {
+        guard share > 0 else {
+            return Decision(allowed: false, remaining: 0, secondsUntilFull: Int((Double(burst) / rate).rounded(.up)), retryAfter: 1)
+        }
         let rate = rate * share, burst = max(1, Double(burst) * share)
         if now > last {
             tokens = min(burst, tokens + rate * Double(now - last) / 1e9)
@@ -68,7 +72,7 @@ final class RequestRateLimiter: Sendable {
     }
 
     func take() -> RequestBucket.Decision {
-        let now = MonotonicClock.now(), fraction = share.fraction
+        let now = MonotonicClock.now(), fraction = share.fraction(now: now)
         return bucket.withLock { $0.take(now: now, share: fraction) }
     }
 }

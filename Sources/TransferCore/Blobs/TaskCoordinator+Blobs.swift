@@ -5,7 +5,13 @@ import TransferModel
 extension TaskCoordinator {
     /// A client's blob (spooled bodies are the tasks' own and not reachable here).
     package func blob(_ id: String) throws(Refusal) -> Blob {
-        guard let blobs, let blob = try? blobs.lookup(id), blob.owner == nil else { throw Refusal.notFound("blob \(id)") }
+        let found: Blob?
+        do {
+            found = try blobs?.lookup(id)
+        } catch {
+            throw Refusal.storeFailure(error)
+        }
+        guard let blob = found, blob.owner == nil else { throw Refusal.notFound("blob \(id)") }
         return blob
     }
 

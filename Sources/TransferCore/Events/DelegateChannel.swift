@@ -137,7 +137,8 @@ final class DelegateChannel: @unchecked Sendable {
 
     private func nextEvent() -> Event? {
         if upcoming.needsRead {
-            upcoming.read(coordinator.events(of: session, after: upcoming.known, limit: Self.pageSize), pageSize: Self.pageSize)
+            // Unreadable now: read as nothing yet, so delivery waits and reads again at the next event.
+            upcoming.read((try? coordinator.events(of: session, after: upcoming.known, limit: Self.pageSize)) ?? [], pageSize: Self.pageSize)
         }
         return upcoming.take()
     }

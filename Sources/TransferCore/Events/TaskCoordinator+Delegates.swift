@@ -32,9 +32,14 @@ extension TaskCoordinator {
         start?.start()
     }
 
-    /// Journaled events of a session after `seq`, from its store.
-    package func events(of session: SessionState, after seq: Int64, limit: Int) -> [Event] {
-        (try? store(of: session).events(session: session.identifier, after: seq, limit: limit)) ?? []
+    /// Journaled events of a session after `seq`, from its store. A store that cannot be read is
+    /// no empty journal: a reader told "nothing after seq" would move on past what it missed.
+    package func events(of session: SessionState, after seq: Int64, limit: Int) throws(Refusal) -> [Event] {
+        do {
+            return try store(of: session).events(session: session.identifier, after: seq, limit: limit)
+        } catch {
+            throw Refusal.storeFailure(error)
+        }
     }
 
     /// The delegate received everything up to `seq` (or did not want it): that counts as

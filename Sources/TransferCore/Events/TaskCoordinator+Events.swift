@@ -5,15 +5,15 @@ import TransferModel
 /// Reading the journal: long-polls, webhook attempts, redelivery.
 extension TaskCoordinator {
     /// Events after `seq` now, or — when there are none and `seconds` > 0 — as soon as one is
-    /// committed, or an empty list when the wait runs out.
+    /// committed, or an empty list when the wait runs out; a refusal when the store cannot be read.
     package func waitForEvents(_ session: SessionState, after seq: Int64, limit: Int, seconds: Double,
-                       completion: @escaping @Sendable ([Event]) -> Void)
+                       completion: @escaping @Sendable (Result<[Event], Refusal>) -> Void)
     {
         let answered = Atomic<Bool>(false)
         let subscription = Locked<UInt64?>(nil)
         let wait = Locked<UInt64?>(nil)
         let openWaits = openWaits
-        let answer: @Sendable ([Event]) -> Void = { [session] events in
+        let answer: @Sendable (Result<[Event], Refusal>) -> Void = { [session] events in
             guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
             if let id = subscription.withLock({ $0 }) { session.feed.unsubscribe(id) }
             if let id = wait.withLock({ $0 }) { openWaits.remove(id) }
@@ -23,21 +23,21 @@ extension TaskCoordinator {
             // Listen before reading, so an event committed in between is not missed.
             let id = session.feed.subscribe { [self] events in
                 guard events.contains(where: { $0.type.isJournaled && $0.seq > seq }) else { return }
-                fileWork.async { [self] in answer(self.events(of: session, after: seq, limit: limit)) }
+                fileWork.async { [self] in answer(Result { () throws(Refusal) in try self.events(of: session, after: seq, limit: limit) }) }
             }
             subscription.withLock { $0 = id }
             // Answered already (by a listener that ran before the id was stored)? Then stop listening.
             if answered.load(ordering: .acquiring) { session.feed.unsubscribe(id) }
         }
         fileWork.async { [self] in
-            let current = events(of: session, after: seq, limit: limit)
-            guard current.isEmpty, seconds > 0 else { return answer(current) }
+            let current = Result { () throws(Refusal) in try events(of: session, after: seq, limit: limit) }
+            guard case .success(let now) = current, now.isEmpty, seconds > 0 else { return answer(current) }
             // At shutdown: nothing new yet, as when the wait runs out.
-            guard let id = openWaits.add({ answer([]) }) else { return answer([]) }
+            guard let id = openWaits.add({ answer(.success([])) }) else { return answer(.success([])) }
             wait.withLock { $0 = id }
             if answered.load(ordering: .acquiring) { openWaits.remove(id) }
             clock.execute { [self] in
-                clock.scheduleTimer(at: MonotonicClock.after(seconds: seconds)) { answer([]) }
+                clock.scheduleTimer(at: MonotonicClock.after(seconds: seconds)) { answer(.success([])) }
             }
         }
     }
@@ -69,7 +69,13 @@ extension TaskCoordinator {
         guard !delegate.disabled else {
             throw Refusal(.conflict, "no_delegate", "the delegate of session \(session.identifier) is disabled (it answered 410 Gone); set it again with PUT")
         }
-        guard let event = try? store(of: session).event(session: session.identifier, id: eventID) else { throw Refusal.notFound("event \(eventID)") }
+        let found: Event?
+        do {
+            found = try store(of: session).event(session: session.identifier, id: eventID)
+        } catch {
+            throw Refusal.storeFailure(error)
+        }
+        guard let event = found else { throw Refusal.notFound("event \(eventID)") }
         deliver(event, to: delegate, session: session) { [self] outcome in
             guard outcome.stopReason != .shutdown else { return }
             saveDeliveries(session, [DeliveryAttempt(event, attempt: 0, outcome: outcome, nextAttemptAt: nil)])

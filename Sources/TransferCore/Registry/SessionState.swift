@@ -32,7 +32,12 @@ package final class SessionState: @unchecked Sendable {
 
     // Events (guarded by the lock).
     package var delegate: Delegate?
-    var nextEventSeq: Int64 = 1
+    var numbering = EventNumbering()
+    /// The seq the next event gets.
+    var nextEventSeq: Int64 {
+        get { numbering.next }
+        set { numbering.next = newValue }
+    }
     /// The client acknowledged, or the delegate received, every event up to here.
     package var ackedThrough: Int64 = 0
     var deliveredThrough: Int64 = 0

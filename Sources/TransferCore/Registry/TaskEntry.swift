@@ -48,6 +48,9 @@ package final class TaskEntry: @unchecked Sendable {
         return pendingEvents
     }
 
+    /// Events taken for a commit the store refused: they go first again, before any reported since.
+    func returnPendingEvents(_ events: [EventDraft]) { pendingEvents = events + pendingEvents }
+
     /// Replaces the record, with its encoding when the caller has it.
     func setRecord(_ record: TaskRecord, encoded: [UInt8]?) {
         self.record = record

@@ -30,7 +30,7 @@ extension TaskCoordinator {
                 close(fd)
             case .task(let id)?:
                 let field = prefix + "upload.from_task"
-                guard let source = try? record(session, id) else {
+                guard let source = try Refusal.absentIfNotFound({ () throws(Refusal) in try record(session, id) }) else {
                     throw Refusal(.invalid, "task_not_found", "task \(id) does not exist in this session", field: field)
                 }
                 guard source.kind == .download, source.result != nil else {

@@ -132,7 +132,8 @@ extension TaskCoordinator {
     {
         guard let entry = session.locked({ session.tasks[id] }) else {
             // A completed task out of memory: load it, change it, store it.
-            guard var stored = try? record(session, id) else { return completion(.failure(Refusal.notFound("task \(id)"))) }
+            var stored: TaskRecord
+            do { stored = try record(session, id) } catch { return completion(.failure(error)) }
             if let priority { stored.priority = priority }
             if let description { stored.description = description }
             let changed = stored
@@ -178,7 +179,8 @@ extension TaskCoordinator {
 
     /// Removes a completed task: its row, its spooled body, and the files transferd keeps for it.
     func forget(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
-        guard let record = try? record(session, id) else { return completion(.failure(Refusal.notFound("task \(id)"))) }
+        let record: TaskRecord
+        do { record = try self.record(session, id) } catch { return completion(.failure(error)) }
         let ownedBlob = TaskCoordinator.ownedBlob(of: record)
         let changes: [StoreChange] = [.deleteTask(session: session.identifier, id: id)] + (ownedBlob.map { [.deleteBlob($0)] } ?? [])
         persist(session, changes) { [self] result in

@@ -238,6 +238,6 @@ extension TaskCoordinator {
 
 extension Refusal {
     package static func storeFailure(_ error: Error) -> Refusal {
-        Refusal(.unavailable, "store_unavailable", "the change could not be stored: \(error)")
+        Refusal(.unavailable, "store_unavailable", "the store cannot be read or written now (\(error)); nothing was changed, retry shortly")
     }
 }

@@ -126,12 +126,22 @@ package final class TaskCoordinator: @unchecked Sendable {
         // Numbering and queueing together, so seqs reach the store in order; it commits and
         // answers in that order.
         session.feed.serially {
-            let events = journal(drafts, reportedBy: entry, in: session)
+            let (events, reported, endingBusy) = journal(drafts, reportedBy: entry, in: session)
+            let seqs = events.first.map { $0.seq...events[events.count - 1].seq }
             store.commit(events.isEmpty ? changes : changes + [.insertEvents(events)]) { [logger] result in
                 switch result {
                 case .success:
+                    if let seqs { session.locked { session.numbering.stored(seqs) } }
                     session.feed.publish(events)
                 case .failure(let error):
+                    // Nothing of the batch was stored, so nothing of it stays in memory either: its
+                    // seqs are given back (no gap is left), the events the transfer reported go
+                    // back to wait for the next commit, and the busy period it ended goes on.
+                    session.locked {
+                        if let seqs { session.numbering.refused(seqs) }
+                        entry?.returnPendingEvents(reported)
+                        session.busyTasksEnding -= endingBusy
+                    }
                     // Every failed commit, whoever asked for it, gets its line: the store is where
                     // an operator must look first.
                     var metadata: Logger.Metadata = ["session": .string(session.identifier), "error": "\(error)",
@@ -146,25 +156,31 @@ package final class TaskCoordinator: @unchecked Sendable {
 
     /// Numbers the drafts in the session's sequence (called inside `feed.serially`). The end of a
     /// busy period (`session.all_tasks_finished`, urlSessionDidFinishEvents) is decided here, in
-    /// seq order: of several tasks completing at once, the one numbered last ends it.
-    private func journal(_ drafts: [EventDraft], reportedBy entry: TaskEntry?, in session: SessionState) -> [Event] {
+    /// seq order: of several tasks completing at once, the one numbered last ends it. Also returns
+    /// what a refused commit undoes: the events taken from `entry`, and the busy tasks counted
+    /// as ending.
+    private func journal(_ drafts: [EventDraft], reportedBy entry: TaskEntry?, in session: SessionState)
+        -> (events: [Event], reported: [EventDraft], endingBusy: Int)
+    {
         let now = Timestamp.now()
         return session.locked {
-            let all = (entry?.takePendingEvents() ?? []) + drafts
-            guard !all.isEmpty else { return [] }
+            let reported = entry?.takePendingEvents() ?? []
+            let all = reported + drafts
+            guard !all.isEmpty else { return ([], [], 0) }
             var events: [Event] = []
             func append(_ draft: EventDraft) {
-                events.append(Event(id: Event.newID(at: now), seq: session.nextEventSeq, session: session.identifier, type: draft.type,
+                events.append(Event(id: Event.newID(at: now), seq: session.numbering.take(), session: session.identifier, type: draft.type,
                                     task: draft.task, at: now, data: draft.data))
-                session.nextEventSeq += 1
             }
+            var endingBusy = 0
             for draft in all {
                 append(draft)
                 guard draft.endsBusyTask else { continue }
                 session.busyTasksEnding += 1
+                endingBusy += 1
                 if session.busyCount <= session.busyTasksEnding { append(EventDraft(.sessionAllTasksFinished, task: nil)) }
             }
-            return events
+            return (events, reported, endingBusy)
         }
     }
 
@@ -175,7 +191,7 @@ package final class TaskCoordinator: @unchecked Sendable {
     /// The task is encoded here (not on the store's writer), for its row, its cached reply (when
     /// completed) and any event that carries it (`api` is passed to `events`).
     func commit(_ record: TaskRecord, of entry: TaskEntry, in session: SessionState,
-                events: ([UInt8]) -> [EventDraft] = { _ in [] }, endsBusy: Bool = false,
+                events: @escaping @Sendable ([UInt8]) -> [EventDraft] = { _ in [] }, endsBusy: Bool = false,
                 also: [StoreChange] = [], then: (@Sendable () -> Void)? = nil)
     {
         let api = record.jsonBytes()
@@ -183,11 +199,28 @@ package final class TaskCoordinator: @unchecked Sendable {
         let update: StoreChange = record.isCompleted
             ? .updateTask(record, document: document) : .updateTaskKeepingState(record, document: document)
         // A failure is logged by `persist`.
-        persist(session, events: events(api), reportedBy: entry, [update] + also) { [self] _ in
-            publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted, endsBusy: endsBusy)
+        persist(session, events: events(api), reportedBy: entry, [update] + also) { [self] result in
+            // A completion the store could not take (the database down, the disk full) is not
+            // one: shown in memory, it would be answered as completed, then dropped from memory
+            // and read back from the store as running. It is committed again until it is stored.
+            // A refusal of the store's own (`StoreError`: closed, fenced — the lease went to a
+            // replica that runs the task from what the store has — or rejected) is final.
+            if case .failure(let error) = result, record.isCompleted, !(error is StoreError) {
+                return clock.execute { [self] in
+                    clock.scheduleTimer(at: MonotonicClock.after(seconds: TaskCoordinator.completionRetryDelay)) { [self] in
+                        commit(record, of: entry, in: session, events: events, endsBusy: endsBusy, also: also, then: then)
+                    }
+                }
+            }
+            // A refused batch gave its busy count back already (`persist`).
+            let stored = if case .success = result { true } else { false }
+            publish(record, of: entry, in: session, encoded: api, keepingState: !record.isCompleted, endsBusy: endsBusy && stored)
             then?()
         }
     }
+
+    /// Seconds between commits of a completion the store refused.
+    static let completionRetryDelay = 1.0
 
     /// Makes `record` the current state of `entry`, keeping counts and waking long-polls. A change
     /// decided before the task completed (and not stored over it either) is dropped here too: a
@@ -239,10 +272,15 @@ package final class TaskCoordinator: @unchecked Sendable {
         if let snapshot = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }) {
             return snapshot
         }
-        if let stored = try? store(of: session).loadTask(session: session.identifier, id: id) {
-            return stored
+        let stored: TaskRecord?
+        do {
+            stored = try store(of: session).loadTask(session: session.identifier, id: id)
+        } catch {
+            // Not "does not exist": a client told so would create the task again, or give up on it.
+            throw Refusal.storeFailure(error)
         }
-        throw Refusal.notFound("task \(id)")
+        guard let stored else { throw Refusal.notFound("task \(id)") }
+        return stored
     }
 
     /// The task object as the API returns it, encoded (cached for tasks that are not moving).

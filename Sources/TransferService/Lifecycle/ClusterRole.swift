@@ -19,9 +19,13 @@ struct ClusterRole {
          principals: PrincipalDirectory, secret: [UInt8], logger: Logger)
     {
         coordinator.sharesStore = true
+        principals.share.enterCluster()
+        // Two heartbeats: every other replica has had one since this one's first, with time to spare
+        // for a slow round, before this one grants its share of any principal's rate.
+        let settle = 2 * ClusterMembership.heartbeatInterval(leaseTimeout: settings.leaseTimeout)
         membership = ClusterMembership(replica: replica, address: settings.advertiseAddress, leasing: store, coordinator: coordinator,
                                        leaseTimeout: settings.leaseTimeout, logger: logger,
-                                       replicasAlive: { [share = principals.share] in share.set(replicas: $0) })
+                                       replicasAlive: { [share = principals.share] in share.set(replicas: $0, settle: settle) })
         forwarder = ReplicaForwarder(advertisedAddress: settings.advertiseAddress, proof: ForwardingProof(secret: secret))
         forwarding = SessionForwarding(placement: ClusterPlacement(membership: membership, leasing: store, coordinator: coordinator,
                                                                    leaseTimeout: settings.leaseTimeout),

@@ -91,7 +91,9 @@ public final class Service: Sendable {
         let processMetrics = ProcessMetrics(registry: metrics, startTime: startedAt)
         let readiness = readiness
         let coordinator = coordinator
-        let gate = AccessGate(directory: principals, blobOwner: { id in (try? coordinator.blob(id)).map(\.principal) },
+        let gate = AccessGate(directory: principals, blobOwner: { id throws(Refusal) in
+                                  try Refusal.absentIfNotFound { () throws(Refusal) in try coordinator.blob(id).principal }
+                              },
                               audit: logger, forwarded: cluster?.forwarder.proof)
         let rates = TransferRates(engine: engine, clock: coordinator.clock)
         let forwarding = cluster?.forwarding
@@ -117,7 +119,7 @@ public final class Service: Sendable {
         server = try HTTPServer(configuration: serverConfiguration, router: router, logger: logger)
         readiness.register("http") { true }
         let store = store
-        readiness.register("store") { store.isReadable() }
+        readiness.register("store") { store.isAvailable() }
         if let cluster {
             cluster.start()
             readiness.register("leases") { [membership = cluster.membership] in membership.holdsLeases }

@@ -45,7 +45,7 @@ package final class InMemoryTransferStore: TransferStore {
         completions.sync {}
     }
 
-    package func isReadable() -> Bool { true }
+    package func isAvailable() -> Bool { true }
 
     private func read<T>(_ body: (InMemoryState) throws -> T) rethrows -> T {
         try state.withLock { try body($0.value) }

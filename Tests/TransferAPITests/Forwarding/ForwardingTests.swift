@@ -150,14 +150,17 @@ import Testing
     }
 
     /// A session whose holder is gone but still leased (the process this replica replaced at its
-    /// address) is neither served here nor sent anywhere: the client is asked to retry.
-    @Test func aSessionMovingBetweenReplicasAsksForARetry() throws {
+    /// address) is neither served here nor sent anywhere: the client is asked to retry. So is one
+    /// whose place the store cannot say (the database is down): served here, where it is not in
+    /// memory, it would be said not to exist.
+    @Test(arguments: [("s-moving-1", "replica_unavailable"), ("s-unknown-lookup-1", "store_unavailable")])
+    func aSessionThatCannotBeServedNowAsksForARetry(session: String, code: String) throws {
         let pair = try ReplicaPair()
         defer { pair.shutdown() }
-        let response = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/s-moving-1", fields: [Self.auth])
+        let response = try WireCall.call(port: pair.replicaPort, "GET", "/v1/sessions/\(session)", fields: [Self.auth])
         #expect(response.status == 503)
         #expect(response.field("Retry-After") == "1")
-        #expect(response.text.contains(#""code":"replica_unavailable""#), "\(response.text)")
+        #expect(response.text.contains(#""code":"\#(code)""#), "\(response.text)")
         #expect(pair.forwarder.forwardedCount == 0)
     }
 

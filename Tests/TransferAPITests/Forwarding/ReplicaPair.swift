@@ -22,6 +22,7 @@ struct TablePlacement: SessionPlacement {
 
     func lookUp(_ session: String) -> SessionPlace {
         if session.hasPrefix("s-moving") { return .moving }
+        if session.hasPrefix("s-unknown") { return .unknown }
         for (prefix, address) in holders where session.hasPrefix(prefix) { return .replica(address: address) }
         return .here
     }

@@ -57,6 +57,15 @@ struct AccessTests {
         #expect(Self.decide(admin, "GET", .blob, blob: "b_missing") == "not_found")
     }
 
+    /// A blob whose owner cannot be looked up (the store is down) is not one that does not exist.
+    @Test func aBlobTheStoreCannotTellOfIsAnOutage() {
+        let outage = Refusal(.unavailable, "store_unavailable", "the store cannot be read")
+        let refusal = Access.decide(Self.principal(.admin, nil), method: "GET", resource: .blob, identifier: nil, blob: "b_mine") {
+            _ throws(Refusal) in throw outage
+        }
+        #expect(refusal?.code == "store_unavailable")
+    }
+
     @Test func anAdminSeesAndChangesEverything() {
         let admin = Self.principal(.admin, nil)
         #expect(Self.decide(admin, "DELETE", .session, identifier: "any.thing") == nil)
