@@ -48,6 +48,10 @@ class Submitted:
     # A POST data task's request id at the origin's /once (`Harness.check_sent_once`).
     once_id: str | None = None
 
+    @property
+    def mode(self) -> str:
+        return SESSIONS[self.session][0]
+
 
 @dataclass
 class Replay:
@@ -58,10 +62,6 @@ class Replay:
     body: dict
     status: int
     reply: bytes
-
-    @property
-    def mode(self) -> str:
-        return SESSIONS[self.session][0]
 
 
 @dataclass
