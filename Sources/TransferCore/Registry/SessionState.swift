@@ -46,7 +46,8 @@ package final class SessionState: @unchecked Sendable {
     var busyTasksEnding = 0
 
     /// Whether a task of this process's life was traced (`traceparent`): only then is a webhook's
-    /// task looked up for one, so untraced sessions pay nothing per delivery.
+    /// task looked up for one, so untraced sessions pay nothing per delivery. Set when a traced
+    /// task is reserved, before its first event exists (`createTasks`), and when one is loaded.
     var tracesTasks = false
 
     /// Cluster mode: this replica lost the session's lease and forgot it. Whatever of it still

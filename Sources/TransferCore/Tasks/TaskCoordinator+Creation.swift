@@ -102,6 +102,10 @@ extension TaskCoordinator {
             if let idempotency { session.reservedKeys.insert(idempotency.key) }
             let first = session.nextSequence
             session.nextSequence += Int64(requests.count)
+            // Before the `task.created` events are numbered: their deliveries may start as soon as
+            // they are committed, before the tasks are added to memory, and must find the trace
+            // (in the store by then) rather than skip the lookup.
+            if requests.contains(where: { $0.traceparent != nil }) { session.tracesTasks = true }
             return .reserved(zip(requests, ids).enumerated().map { i, pair in
                 TaskCoordinator.makeRecord(pair.0, id: pair.1, session: session, sequence: first + Int64(i),
                                            defaultDigests: limits.defaultDigests, now: now,
