@@ -109,12 +109,6 @@ package final class SessionState: @unchecked Sendable {
         idempotencyIndex[key].flatMap { tasks[$0] }
     }
 
-    /// Whether a creation with this key would be answered with a task it already made (one still
-    /// in memory), creating nothing: such a retry must not be refused for want of room.
-    package func holdsTask(withIdempotencyKey key: String) -> Bool {
-        locked { task(withIdempotencyKey: key).map { !$0.lifecycle.isDeleted } ?? false }
-    }
-
     /// Moves a task between state counts (lock held).
     func count(from old: TaskState?, to new: TaskState?) {
         if let old { counts[old, default: 0] -= 1 }
