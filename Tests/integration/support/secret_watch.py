@@ -48,6 +48,8 @@ class SecretWatch:
         # Headers some session listed in `sensitive_headers`: their values are secrets in every
         # later request too (a task of that session names them without the list).
         self._listed: set[str] = set()
+        # Values a test itself put where transferd shows what it is given (see `add_request`).
+        self._disclosed: set[str] = set()
         # Per watched process: how many of its stderr lines were searched already.
         self._searched: dict[int, tuple[Any, int]] = {}
 
@@ -58,7 +60,8 @@ class SecretWatch:
         if not isinstance(value, str) or len(value) < MIN_LENGTH or value.isalpha() or value == _REDACTED:
             return
         with self._lock:
-            self._secrets.add(value)
+            if value not in self._disclosed:
+                self._secrets.add(value)
 
     def add_header(self, value: Any) -> None:
         """An `Authorization`-like value: the whole value and its credentials after the scheme
@@ -105,6 +108,14 @@ class SecretWatch:
             except ValueError:
                 return
         self._walk(body)
+        # A URL is shown as it was given: a secret the test itself put in one (a test origin's
+        # `/auth/bearer?token=…` says which token to expect) is no secret there. Its userinfo is
+        # another matter (a proxy URL's password is redacted), so only what follows the authority.
+        shown = [_after_authority(url) for url in _members(body, "url")]
+        with self._lock:
+            disclosed = {s for s in self._secrets if any(s in text for text in shown)}
+            self._disclosed |= disclosed
+            self._secrets -= disclosed
 
     def _walk(self, value: Any) -> None:
         if isinstance(value, list):
@@ -202,6 +213,24 @@ class SecretWatch:
         with self._lock:
             findings, self._findings = self._findings, []
         return findings
+
+
+def _members(value: Any, name: str) -> list[str]:
+    """Every string member called `name`, at any depth."""
+    if isinstance(value, list):
+        return [found for item in value for found in _members(item, name)]
+    if not isinstance(value, dict):
+        return []
+    own = [value[name]] if isinstance(value.get(name), str) else []
+    return own + [found for member in value.values() for found in _members(member, name)]
+
+
+def _after_authority(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    return parts.path + "?" + parts.query + "#" + parts.fragment
 
 
 def _shown(secret: str) -> str:
