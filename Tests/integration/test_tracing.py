@@ -61,7 +61,7 @@ def test_every_webhook_of_a_traced_task_carries_the_trace_the_first_included(tra
     """`task.created` of a session's first traced task is delivered as soon as it is committed,
     which may be before the task is in memory: it carries the trace too. A race, so tried in
     several fresh sessions (each one's first traced task is the case)."""
-    for round in range(12):
+    for round in range(40):
         sid = create_delegated_session(transferd, receiver, events=["task.created", "task.completed"])
         task = create_task(transferd, sid, data(origin.url(f"/bytes/10?seed={round}")), headers={"traceparent": PARENT})
         pushed = receiver.wait_for(lambda ds: len(mine := [d for d in ds if d.json["task"] == task["id"]]) == 2 and mine)
