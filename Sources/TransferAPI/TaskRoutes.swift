@@ -164,7 +164,8 @@ struct TaskRoutes {
     /// (inside the caller's roots), its body sources (the caller's blobs), and room under the
     /// caller's `max_unfinished_tasks` — reserved last, so a refused request holds none. The
     /// returned release gives the room back once the creation has ended (the created tasks are
-    /// counted in their sessions by then). A retry that will be `replaying` a task it made needs none.
+    /// counted in their sessions by then). A retry of a creation is answered before this
+    /// (`TaskCoordinator.replay(in:)`), so it is never refused for what changed since.
     static func check(_ creations: inout [TaskCreationRequest], in session: SessionState, for principal: Principal,
                       _ coordinator: TaskCoordinator) throws(Refusal) -> @Sendable () -> Void
     {

@@ -138,8 +138,9 @@ extension TaskRecord {
     /// transferd's own fields, those set.
     private func encodeStoredInternal(into json: inout JSONWriter) {
         let etag = response?.derivedValidator
-        guard idempotencyKey != nil || idempotencyHash != nil || creationReply != nil || !sensitiveHeaders.isEmpty || validator != etag || bodyLocation != nil || resumeFrom != nil
-                || body != nil || digestCheckpoint != nil || traceparent != nil else { return }
+        guard idempotencyKey != nil || idempotencyHash != nil || creationReply != nil || !sensitiveHeaders.isEmpty
+                || validator != etag || bodyLocation != nil || resumeFrom != nil || body != nil || digestCheckpoint != nil
+                || traceparent != nil else { return }
         json.key("_internal"); json.beginObject()
         if let idempotencyKey { json.key("idempotency_key"); json.string(idempotencyKey) }
         if let idempotencyHash { json.key("idempotency_hash"); json.string(idempotencyHash) }

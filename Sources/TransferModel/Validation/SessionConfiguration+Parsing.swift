@@ -20,7 +20,8 @@ extension SessionConfiguration {
         }
         // A reply sent back as a configuration fails instead of storing the marker as the value.
         try errors.check { () throws(Refusal) in
-            for header in config.headers where header.value == redacted && SensitiveHeaders.hides(header.name, listed: config.sensitiveHeaders) {
+            for header in config.headers
+            where header.value == redacted && SensitiveHeaders.hides(header.name, listed: config.sensitiveHeaders) {
                 throw Refusal.invalid("\(r.field("headers")).\(header.name)", "is the redaction marker, not a value")
             }
         }
