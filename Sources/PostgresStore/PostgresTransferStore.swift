@@ -97,6 +97,10 @@ package final class PostgresTransferStore: TransferStore {
         try pool.withConnection { try TaskStatements.loadTask(session: session, id: id, $0) }
     }
 
+    package func loadTask(session: String, idempotencyKey: String) throws -> TaskRecord? {
+        try pool.withConnection { try TaskStatements.loadTask(session: session, idempotencyKey: idempotencyKey, $0) }
+    }
+
     package func taskExists(session: String, id: String) throws -> Bool {
         try pool.withConnection { try TaskStatements.taskExists(session: session, id: id, $0) }
     }

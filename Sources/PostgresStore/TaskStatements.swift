@@ -165,6 +165,10 @@ enum TaskStatements {
         try records(db.query("SELECT \(recordColumns) FROM tasks WHERE session = $1 AND id = $2", [session, id])).first
     }
 
+    static func loadTask(session: String, idempotencyKey: String, _ db: PostgresConnection) throws -> TaskRecord? {
+        try records(db.query("SELECT \(recordColumns) FROM tasks WHERE session = $1 AND idempotency_key = $2", [session, idempotencyKey])).first
+    }
+
     /// A null filter matches every row: one prepared statement serves the four combinations.
     static func listTasks(session: String, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int,
                           _ db: PostgresConnection) throws -> [TaskRecord]

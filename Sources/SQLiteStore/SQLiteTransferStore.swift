@@ -80,6 +80,10 @@ package final class SQLiteTransferStore: TransferStore {
         try reader.read { try TaskSQL.loadTask(session: session, id: id, $0) }
     }
 
+    package func loadTask(session: String, idempotencyKey: String) throws -> TaskRecord? {
+        try reader.read { try TaskSQL.loadTask(session: session, idempotencyKey: idempotencyKey, $0) }
+    }
+
     package func taskExists(session: String, id: String) throws -> Bool {
         try reader.read { try TaskSQL.taskExists(session: session, id: id, $0) }
     }

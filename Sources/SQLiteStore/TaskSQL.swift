@@ -129,10 +129,7 @@ enum TaskSQL {
         defer { byID.reset() }
         if try byID.step() { return decode(byID) }
         guard let idempotencyKey else { return nil }
-        let byKey = try db.statement("SELECT \(recordColumns) FROM tasks WHERE session = ? AND idempotency_key = ?")
-        try byKey.bind(.text(session), .text(idempotencyKey))
-        defer { byKey.reset() }
-        return try byKey.step() ? decode(byKey) : nil
+        return try loadTask(session: session, idempotencyKey: idempotencyKey, db)
     }
 
     // MARK: reads
@@ -217,6 +214,13 @@ enum TaskSQL {
     static func loadTask(session: String, id: String, _ db: Database) throws -> TaskRecord? {
         let s = try db.statement("SELECT \(recordColumns) FROM tasks WHERE session = ? AND id = ?")
         try s.bind(.text(session), .text(id))
+        defer { s.reset() }
+        return try s.step() ? decode(s) : nil
+    }
+
+    static func loadTask(session: String, idempotencyKey: String, _ db: Database) throws -> TaskRecord? {
+        let s = try db.statement("SELECT \(recordColumns) FROM tasks WHERE session = ? AND idempotency_key = ?")
+        try s.bind(.text(session), .text(idempotencyKey))
         defer { s.reset() }
         return try s.step() ? decode(s) : nil
     }

@@ -18,21 +18,16 @@ struct TaskRoutes {
                 var creations = [try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")]
                 creations[0].traceparent = TaskRoutes.traceparent(request)
                 let claim = try TaskRoutes.idempotencyClaim(request)
-                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator,
-                                                   replaying: claim.map { session.holdsTask(withIdempotencyKey: $0.key) } ?? false)
+                // A retry gets the first reply whatever changed since: never refused for a quota.
+                if let claim, let replayed = try coordinator.replay(in: session, claim) {
+                    return TaskRoutes.respond(replayed, in: session, responder)
+                }
+                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
                 coordinator.createTasks(in: session, creations, idempotency: claim) { result in
                     release()
                     switch result {
-                    case .success(.created(let created)):
-                        responder.respond(EntityTag.reply(created[0].reply, status: 201, headers: HTTPHeaders([
-                            ("Location", "/v1/sessions/\(session.identifier)/tasks/\(created[0].id)"),
-                        ])))
-                    case .success(.replayed(let record)):
-                        var headers = TaskRoutes.location(record)
-                        headers.add("Idempotent-Replayed", "true")
-                        responder.respond(EntityTag.reply(record.jsonBytes(), status: 201, headers: headers))
-                    case .failure(let error):
-                        responder.respond(error.response)
+                    case .success(let outcome): TaskRoutes.respond(outcome, in: session, responder)
+                    case .failure(let error): responder.respond(error.response)
                     }
                 }
             }
@@ -169,17 +164,30 @@ struct TaskRoutes {
     /// (inside the caller's roots), its body sources (the caller's blobs), and room under the
     /// caller's `max_unfinished_tasks` — reserved last, so a refused request holds none. The
     /// returned release gives the room back once the creation has ended (the created tasks are
-    /// counted in their sessions by then). A retry that will be `replaying` a task it made needs none.
+    /// counted in their sessions by then). A retry of a creation is answered before this
+    /// (`TaskCoordinator.replay(in:)`), so it is never refused for what changed since.
     static func check(_ creations: inout [TaskCreationRequest], in session: SessionState, for principal: Principal,
-                      _ coordinator: TaskCoordinator, replaying: Bool = false) throws(Refusal) -> @Sendable () -> Void
+                      _ coordinator: TaskCoordinator) throws(Refusal) -> @Sendable () -> Void
     {
         try coordinator.resolveResumeData(&creations)
         try coordinator.checkDestinations(creations, roots: principal.roots)
         try coordinator.checkBodySources(creations, in: session, roots: principal.roots, blobOwner: principal.blobOwnerFilter)
-        guard let limit = principal.limits.maxUnfinishedTasks, !replaying else { return {} }
+        guard let limit = principal.limits.maxUnfinishedTasks else { return {} }
         return try principal.quota.reserve(creations.count, limit: limit) {
             let counts = coordinator.taskCounts(where: principal.sees)
             return TaskState.allCases.reduce(0) { $0 + ($1 == .completed ? 0 : counts[$1] ?? 0) }
+        }
+    }
+
+    /// A single creation's 201: the new task, or the first reply to its `Idempotency-Key` again.
+    static func respond(_ outcome: CreationOutcome, in session: SessionState, _ responder: Responder) {
+        switch outcome {
+        case .created(let created):
+            responder.respond(EntityTag.reply(created[0].reply, status: 201, headers: location(session.identifier, created[0].id)))
+        case .replayed(let id, let reply):
+            var headers = location(session.identifier, id)
+            headers.add("Idempotent-Replayed", "true")
+            responder.respond(EntityTag.reply(reply, status: 201, headers: headers))
         }
     }
 
@@ -198,8 +206,8 @@ struct TaskRoutes {
         }
     }
 
-    static func location(_ record: TaskRecord) -> HTTPHeaders {
-        HTTPHeaders([("Location", "/v1/sessions/\(record.session)/tasks/\(record.id)")])
+    static func location(_ session: String, _ task: String) -> HTTPHeaders {
+        HTTPHeaders([("Location", "/v1/sessions/\(session)/tasks/\(task)")])
     }
 
     /// The request's W3C `traceparent`, kept with the tasks it creates. Invalid, or sent more than

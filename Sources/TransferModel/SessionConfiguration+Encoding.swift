@@ -4,7 +4,8 @@ extension SessionConfiguration {
     /// The configuration as `GET` echoes it: defaults filled in, secrets redacted.
     package func encode(into json: inout JSONWriter, mode: SessionMode) {
         json.beginObject()
-        json.key("headers"); TaskRecord.encodeHeaders(headers, into: &json)
+        json.key("headers"); TaskRecord.encodeHeaders(headers, hiding: sensitiveHeaders, into: &json)
+        json.key("sensitive_headers"); json.beginArray(); sensitiveHeaders.forEach { json.string($0) }; json.endArray()
         json.key("timeout_request_s"); json.double(timeoutRequest)
         json.key("timeout_resource_s"); json.double(timeoutResource)
         json.key("max_connections_per_host"); json.int(maxConnectionsPerHost)

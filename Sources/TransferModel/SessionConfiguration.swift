@@ -56,6 +56,8 @@ package struct SessionConfiguration: Sendable, Equatable {
     }
 
     package var headers: [Header] = []
+    /// Headers besides `SensitiveHeaders.always` whose values the API hides (lowercased names).
+    package var sensitiveHeaders: [String] = []
     package var timeoutRequest: Double = 60
     package var timeoutResource: Double = 604_800
     package var maxConnectionsPerHost = 6

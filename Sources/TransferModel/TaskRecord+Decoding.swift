@@ -84,6 +84,8 @@ extension TaskRecord {
         guard let extra else { return }
         idempotencyKey = extra["idempotency_key"]?.stringValue
         idempotencyHash = extra["idempotency_hash"]?.stringValue
+        creationReply = extra["creation_reply"]?.stringValue.map { Array($0.utf8) }
+        sensitiveHeaders = extra["sensitive_headers"]?.arrayValue?.compactMap(\.stringValue) ?? []
         bodyLocation = extra["body_location"]?.stringValue
         traceparent = extra["traceparent"]?.stringValue
         digestCheckpoint = DigestCheckpoint.decode(extra["digest_checkpoint"])

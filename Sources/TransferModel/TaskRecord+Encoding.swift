@@ -15,7 +15,7 @@ extension TaskRecord {
         json.key("request"); json.beginObject()
         json.key("url"); json.string(url)
         json.key("method"); json.string(method)
-        json.key("headers"); TaskRecord.encodeHeaders(headers, into: &json)
+        json.key("headers"); TaskRecord.encodeHeaders(headers, hiding: sensitiveHeaders, into: &json)
         json.key("body")
         switch body {
         case nil: json.null()
@@ -73,13 +73,16 @@ extension TaskRecord {
         json.endObject()
     }
 
-    static func encodeHeaders(_ headers: [Header], into json: inout JSONWriter) {
+    /// With `hiding` (a session's listed sensitive headers), the values of `SensitiveHeaders` read
+    /// `<redacted>`: request headers as the API shows them. Without, every value as it is.
+    static func encodeHeaders(_ headers: [Header], hiding listed: [String]? = nil, into json: inout JSONWriter) {
         // Repeated fields are combined as RFC 9110 §5.3 allows; the object keeps first-seen order.
         var order: [String] = []
         var values: [String: [String]] = [:]
         for h in headers {
             if values[h.name] == nil { order.append(h.name) }
-            values[h.name, default: []].append(h.value)
+            let hidden = listed.map { SensitiveHeaders.hides(h.name, listed: $0) } ?? false
+            values[h.name, default: []].append(hidden ? SessionConfiguration.redacted : h.value)
         }
         json.beginObject()
         for name in order {

@@ -138,11 +138,16 @@ extension TaskRecord {
     /// transferd's own fields, those set.
     private func encodeStoredInternal(into json: inout JSONWriter) {
         let etag = response?.derivedValidator
-        guard idempotencyKey != nil || idempotencyHash != nil || validator != etag || bodyLocation != nil || resumeFrom != nil
-                || body != nil || digestCheckpoint != nil || traceparent != nil else { return }
+        guard idempotencyKey != nil || idempotencyHash != nil || creationReply != nil || !sensitiveHeaders.isEmpty
+                || validator != etag || bodyLocation != nil || resumeFrom != nil || body != nil || digestCheckpoint != nil
+                || traceparent != nil else { return }
         json.key("_internal"); json.beginObject()
         if let idempotencyKey { json.key("idempotency_key"); json.string(idempotencyKey) }
         if let idempotencyHash { json.key("idempotency_hash"); json.string(idempotencyHash) }
+        if let creationReply { json.key("creation_reply"); json.string(String(decoding: creationReply, as: UTF8.self)) }
+        if !sensitiveHeaders.isEmpty {
+            json.key("sensitive_headers"); json.beginArray(); sensitiveHeaders.forEach { json.string($0) }; json.endArray()
+        }
         TaskResponse.encodeStored("validator", validator, derived: etag, into: &json) { $0.string($1) }
         if let bodyLocation { json.key("body_location"); json.string(bodyLocation) }
         if let traceparent { json.key("traceparent"); json.string(traceparent) }

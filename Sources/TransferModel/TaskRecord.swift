@@ -38,6 +38,12 @@ package struct TaskRecord: Sendable {
     package var idempotencyKey: String?
     /// sha256 of the creation body, so a retried `Idempotency-Key` can be told from a reused one.
     package var idempotencyHash: String?
+    /// The reply that created the task (with an idempotency key only): a retry with the key gets
+    /// these bytes again, not the task as it is by then. Kept in the row, so it lasts as the task does.
+    package var creationReply: [UInt8]?
+    /// The headers its session listed as sensitive when it was created (lowercased), hidden in
+    /// what the API shows of the task besides those `SensitiveHeaders` always hides.
+    package var sensitiveHeaders: [String] = []
     /// ETag or Last-Modified of the partial file, for `If-Range` when the transfer continues.
     package var validator: String?
     /// Where the digests of the partial file stood (running downloads that got that far), so a

@@ -29,6 +29,8 @@ package protocol TransferStore: AnyObject, Sendable {
     /// Tasks not completed, across sessions: what start-up brings back into memory.
     func loadUnfinishedTasks() throws -> [TaskRecord]
     func loadTask(session: String, id: String) throws -> TaskRecord?
+    /// The task created with this `Idempotency-Key` in the session, if it is still stored.
+    func loadTask(session: String, idempotencyKey: String) throws -> TaskRecord?
     /// Whether a task of this id is stored, without loading it.
     func taskExists(session: String, id: String) throws -> Bool
     /// A page of a session's tasks in sequence order after the cursor, optionally filtered.
@@ -81,6 +83,19 @@ package enum StoreError: Error, Sendable {
     /// lease this replica does not hold: another replica works on it now, and this one must stop
     /// writing for it. Nothing of the batch is stored.
     case fenced(session: String)
+}
+
+/// What a log line or a problem document shows of a store's failure: never the record a conflict
+/// carries, whose request headers and body may hold secrets.
+extension StoreError: CustomStringConvertible {
+    package var description: String {
+        switch self {
+        case .conflict(let existing): "conflict with stored task \(existing.id)"
+        case .rejected(let reason): "rejected: \(reason)"
+        case .closed: "closed"
+        case .fenced(let session): "fenced for session \(session)"
+        }
+    }
 }
 
 /// A session's tasks at a glance, for start-up.

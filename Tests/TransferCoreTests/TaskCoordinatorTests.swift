@@ -88,10 +88,11 @@ struct TaskCoordinatorTests {
             guard case .created(let created) = try core.create(json, in: session, idempotency: claim).get() else {
                 Issue.record("the first creation did not create"); return
             }
-            guard case .replayed(let replayed) = try core.create(json, in: session, idempotency: claim).get() else {
+            guard case .replayed(let id, let reply) = try core.create(json, in: session, idempotency: claim).get() else {
                 Issue.record("the second creation was not a replay"); return
             }
-            #expect(replayed.id == created[0].id)
+            #expect(id == created[0].id)
+            #expect(reply == created[0].reply)
             let reused = try core.create(json, in: session, idempotency: IdempotencyClaim(key: "k1", bodyHash: "body-2"))
             #expect(throws: Refusal.self) { try reused.get() }
             #expect(try core.coordinator.listTasks(session, after: 0, state: nil, kind: nil, limit: 10).tasks.count == 1)

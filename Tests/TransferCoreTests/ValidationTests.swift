@@ -87,6 +87,30 @@ struct SessionConfigurationValidationTests {
         #expect(try parse(#"{"retry": {"methods": []}}"#).retry.methods.isEmpty)
     }
 
+    /// The values of sensitive headers read `<redacted>` wherever the API shows them, and are
+    /// kept as given where they are sent from (the stored document).
+    @Test func sensitiveHeadersAreHiddenWhereShown() throws {
+        let c = try parse(#"{"sensitive_headers": ["X-Api-Key"], "headers": {"X-Api-Key": "k1", "Accept": "*/*"}}"#)
+        #expect(c.sensitiveHeaders == ["x-api-key"])
+        var echo = JSONWriter()
+        c.encode(into: &echo, mode: .default)
+        let shown = try JSONParser.parse(echo.bytes)
+        #expect(shown["headers"]?["X-Api-Key"]?.stringValue == "<redacted>")
+        #expect(shown["headers"]?["Accept"]?.stringValue == "*/*")
+
+        var task = TaskRecord(session: "s", id: "t", sequence: 1, kind: .data, url: "https://example.com/", method: "GET",
+                              createdAt: Timestamp(milliseconds: 0))
+        task.headers = [Header(name: "authorization", value: "Bearer b1"), Header(name: "X-API-KEY", value: "k1"),
+                        Header(name: "Accept", value: "*/*")]
+        task.sensitiveHeaders = c.sensitiveHeaders
+        let reply = try JSONParser.parse(task.jsonBytes())
+        #expect(reply["request"]?["headers"]?["authorization"]?.stringValue == "<redacted>")
+        #expect(reply["request"]?["headers"]?["X-API-KEY"]?.stringValue == "<redacted>")
+        #expect(reply["request"]?["headers"]?["Accept"]?.stringValue == "*/*")
+        let stored = String(decoding: task.storageDocument(), as: UTF8.self)
+        #expect(stored.contains("Bearer b1") && stored.contains("k1"))
+    }
+
     static let refusals: [(String, String)] = [
         (#"{"timeout_request_s": 0}"#, "configuration.timeout_request_s"),
         (#"{"max_connections_per_host": "six"}"#, "configuration.max_connections_per_host"),
@@ -104,6 +128,10 @@ struct SessionConfigurationValidationTests {
         (#"{"tls": {"pinned_public_key": "md5//x"}}"#, "configuration.tls.pinned_public_key"),
         (#"{"tls": {"client_cert_file": "/c"}}"#, "configuration.tls.client_key_file"),
         (#"{"headers": {"X": "a\nb"}}"#, "configuration.headers.X"),
+        (#"{"sensitive_headers": "x-api-key"}"#, "configuration.sensitive_headers"),
+        (#"{"sensitive_headers": ["x-api-key", "no spaces"]}"#, "configuration.sensitive_headers[1]"),
+        (#"{"headers": {"Cookie": "<redacted>"}}"#, "configuration.headers.Cookie"),
+        (#"{"headers": {"X-Key": "<redacted>"}, "sensitive_headers": ["x-key"]}"#, "configuration.headers.X-Key"),
         (#"{"unknown": 1}"#, "configuration.unknown"),
     ]
 

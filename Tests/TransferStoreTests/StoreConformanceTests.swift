@@ -141,6 +141,23 @@ import Testing
         }
     }
 
+    /// A retried creation finds its task by key, with the reply that created it and the session's
+    /// sensitive headers as they were then.
+    @Test(arguments: StoreKind.allCases) func aTaskIsFoundByItsIdempotencyKey(kind: StoreKind) throws {
+        try kind.withStore { store in
+            var task = F.task("a", sequence: 1, key: "k1")
+            task.creationReply = Array(#"{"id":"a","state":"running"}"#.utf8)
+            task.sensitiveHeaders = ["x-api-key"]
+            try store.apply([.upsertSession(F.session()), F.insert(task)])
+            let found = try store.loadTask(session: "s1", idempotencyKey: "k1")
+            #expect(found?.id == "a")
+            #expect(found?.creationReply == task.creationReply)
+            #expect(found?.sensitiveHeaders == ["x-api-key"])
+            #expect(try store.loadTask(session: "s1", idempotencyKey: "k2") == nil)
+            #expect(try store.loadTask(session: "s2", idempotencyKey: "k1") == nil)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func deletedTasksFreeTheirIDs(kind: StoreKind) throws {
         try kind.withStore { store in
             try store.apply([.upsertSession(F.session()), F.insert(F.task("a", sequence: 1, key: "k"), F.task("b", sequence: 2))])

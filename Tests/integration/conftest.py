@@ -6,6 +6,10 @@
   one it started is closed after the test, whatever happened to it.
 - `api_token`: a fresh random token.
 - `origin`: a running `support.origin.Origin` (plain HTTP on 127.0.0.1), stopped after the test.
+
+Every test is watched for leaked secrets (`support.secret_watch`): transferd runs at its most
+verbose log level, and a test fails when a secret it handed transferd shows up in a log line or in
+a reply where it does not belong.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from typing import Callable
 import pytest
 
 from support.origin import Origin
+from support.secret_watch import WATCH
 from support.transferd import Transferd, binary_path
+
+Transferd.log_level = "trace"
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +32,18 @@ def transferd_binary():
     if not path.exists():
         pytest.fail(f"no transferd binary at {path}: run `make build` (or set TRANSFERD_BINARY)", pytrace=False)
     return path
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_secrets():
+    """Fails the test when a secret appeared where it must not: set up before (so torn down after)
+    the test's own fixtures, when the processes they started have written their last lines."""
+    WATCH.take_findings()
+    yield
+    WATCH.check_logs()
+    findings = WATCH.take_findings()
+    if findings:
+        pytest.fail("secrets leaked:\n" + "\n".join(findings[:20]), pytrace=False)
 
 
 @pytest.fixture

@@ -6,9 +6,12 @@ from __future__ import annotations
 import base64
 import secrets
 
-from support.api import (assert_problem, create_session, create_task, download, get_task, run_task, task_path,
-                         tasks_path, wait_for)
-from support.events import create_delegated_session, deliveries, events_path, wait_delivered
+import pytest
+
+from support.api import (assert_problem, assert_success, create_session, create_task, data, download, get_task,
+                         run_task, task_path, tasks_path, wait_for, wait_task)
+from support.events import (all_events, assert_journal_order, create_delegated_session, deliveries, events_path,
+                            summary, wait_delivered)
 from support.receiver import WebhookReceiver
 
 
@@ -124,3 +127,62 @@ def test_keys_of_durable_things_survive_a_restart(transferd, origin):
     replayed = transferd.post(resume, headers={"Idempotency-Key": "resume-restart"})
     assert (replayed.status_code, replayed.content) == (200, resumed.content)
     assert get_task(transferd, sid, task["id"])["state"] == "suspended", "the replayed resume ran again"
+
+
+def errors_logged(td) -> list[dict]:
+    return [r for r in td.log_records() if r.get("level") in ("error", "critical")]
+
+
+@pytest.mark.parametrize("mode", ["default", "background", "ephemeral"])
+def test_a_task_creation_is_replayed_as_it_was_first_answered(transferd, origin, mode):
+    """Once the task has completed (and left memory), and after a restart where the session
+    outlives one: the same 201 and body, byte for byte (a task still `running`), nothing journaled,
+    no `seq` skipped, no error logged. The task sends a bearer token to its origin, which a logged
+    record would leak."""
+    sid = create_session(transferd, mode=mode)
+    body = data(origin.url(f"/bytes/10?seed={mode}"))
+    body["request"]["headers"] = {"Authorization": "Bearer " + secrets.token_urlsafe(24)}
+    key = {"Idempotency-Key": f"create-{mode}"}
+    first = transferd.post(tasks_path(sid), json=body, headers=key)
+    assert first.status_code == 201, first.text
+    tid = first.json()["id"]
+    assert first.json()["state"] == "running"
+    assert_success(wait_task(transferd, sid, tid))
+    journal = wait_for(lambda: (events := all_events(transferd, sid)) and events[-1]["type"] == "session.all_tasks_finished"
+                       and events, message="the task's events journaled")
+    for restart in ([False, True] if mode != "ephemeral" else [False]):
+        if restart:
+            transferd.restart()
+        again = transferd.post(tasks_path(sid), json=body, headers=key)
+        assert (again.status_code, again.content) == (201, first.content), again.text
+        assert again.headers.get("Idempotent-Replayed") == "true"
+        assert (again.headers["Location"], again.headers["ETag"]) == (first.headers["Location"], first.headers["ETag"])
+        assert summary(all_events(transferd, sid)) == summary(journal), "a replay journaled something"
+    assert_problem(transferd.post(tasks_path(sid), json=data(origin.url("/bytes/11")), headers=key),
+                   422, "idempotency_key_reused")
+    # The next event takes the next seq: a replay numbered none.
+    other = create_task(transferd, sid, data(origin.url("/bytes/12")))
+    assert_success(wait_task(transferd, sid, other["id"]))
+    events = wait_for(lambda: (e := all_events(transferd, sid)) and len(e) > len(journal) + 2 and e,
+                      message="the second task's events")
+    assert_journal_order(events, sid)
+    assert [t["id"] for t in transferd.get(tasks_path(sid)).json()["tasks"]] == [tid, other["id"]]
+    assert errors_logged(transferd) == []
+
+
+def test_a_batch_is_replayed_after_a_restart_without_a_trace(transferd, origin):
+    sid = create_session(transferd, mode="background")
+    body = {"tasks": [data(origin.url(f"/bytes/{n}")) for n in (10, 20)]}
+    key = {"Idempotency-Key": "batch-restart"}
+    first = transferd.post(tasks_path(sid) + ":batch", json=body, headers=key)
+    assert first.status_code == 201, first.text
+    for task in first.json()["tasks"]:
+        assert_success(wait_task(transferd, sid, task["id"]))
+    journal = wait_for(lambda: (events := all_events(transferd, sid)) and events[-1]["type"] == "session.all_tasks_finished"
+                       and events, message="the tasks' events journaled")
+    transferd.restart()
+    again = transferd.post(tasks_path(sid) + ":batch", json=body, headers=key)
+    assert (again.status_code, again.content, again.headers.get("Idempotent-Replayed")) == (201, first.content, "true")
+    assert summary(all_events(transferd, sid)) == summary(journal)
+    assert len(transferd.get(tasks_path(sid)).json()["tasks"]) == 2
+    assert errors_logged(transferd) == []

@@ -57,6 +57,20 @@ def test_origin_requests_and_webhooks_carry_the_trace(transferd, origin, receive
     assert webhook_span != origin_span
 
 
+def test_every_webhook_of_a_traced_task_carries_the_trace_the_first_included(transferd, origin, receiver):
+    """`task.created` of a session's first traced task is delivered as soon as it is committed,
+    which may be before the task is in memory: it carries the trace too. A race, so tried in
+    several fresh sessions (each one's first traced task is the case)."""
+    for round in range(40):
+        sid = create_delegated_session(transferd, receiver, events=["task.created", "task.completed"])
+        task = create_task(transferd, sid, data(origin.url(f"/bytes/10?seed={round}")), headers={"traceparent": PARENT})
+        pushed = receiver.wait_for(lambda ds: len(mine := [d for d in ds if d.json["task"] == task["id"]]) == 2 and mine)
+        assert sorted(d.json["type"] for d in pushed) == ["task.completed", "task.created"]
+        for delivery in pushed:
+            assert delivery.headers.get("traceparent"), (round, delivery.json["type"], "without traceparent")
+        children_of([d.headers.get("traceparent") for d in pushed])
+
+
 def test_each_attempt_gets_a_span_of_its_own(transferd, origin):
     sid = create_session(transferd, configuration={"retry": {"max_attempts": 3, "backoff_initial_s": 0, "backoff_max_s": 0,
                                                   "on_http_status": [503]}})

@@ -51,7 +51,8 @@ package final class SessionState: @unchecked Sendable {
     var busyTasksEnding = 0
 
     /// Whether a task of this process's life was traced (`traceparent`): only then is a webhook's
-    /// task looked up for one, so untraced sessions pay nothing per delivery.
+    /// task looked up for one, so untraced sessions pay nothing per delivery. Set when a traced
+    /// task is reserved, before its first event exists (`createTasks`), and when one is loaded.
     var tracesTasks = false
 
     /// Cluster mode: this replica lost the session's lease and forgot it. Whatever of it still
@@ -111,12 +112,6 @@ package final class SessionState: @unchecked Sendable {
     /// The task in memory created with this idempotency key (lock held).
     func task(withIdempotencyKey key: String) -> TaskEntry? {
         idempotencyIndex[key].flatMap { tasks[$0] }
-    }
-
-    /// Whether a creation with this key would be answered with a task it already made (one still
-    /// in memory), creating nothing: such a retry must not be refused for want of room.
-    package func holdsTask(withIdempotencyKey key: String) -> Bool {
-        locked { task(withIdempotencyKey: key).map { !$0.lifecycle.isDeleted } ?? false }
     }
 
     /// Moves a task between state counts (lock held).

@@ -9,8 +9,9 @@ import TransferStore
 package enum CreationOutcome: Sendable {
     /// The new tasks' ids, and the tasks encoded as the API returns them (as they were when created).
     case created([(id: String, reply: [UInt8])])
-    /// The same `Idempotency-Key` and body as an earlier call: its task, unchanged.
-    case replayed(TaskRecord)
+    /// The same `Idempotency-Key` and body as an earlier call: its task's id and the reply that
+    /// created it, byte for byte.
+    case replayed(id: String, reply: [UInt8])
 }
 
 /// An `Idempotency-Key` with the sha256 of the body it came with.
@@ -64,6 +65,29 @@ extension TaskCoordinator {
         }
     }
 
+    /// The answer to a retried creation, when `claim`'s key made a task that is still kept — in
+    /// memory, or only in the store (completed and dropped from memory, or from before a restart) —
+    /// else nil. Asked before the request is checked against anything that may have changed since
+    /// (quotas, paths, blobs) and before anything is reserved: a replay numbers no event and writes
+    /// nothing. (`createTasks` catches the retries that overtake it.)
+    package func replay(in session: SessionState, _ claim: IdempotencyClaim) throws(Refusal) -> CreationOutcome? {
+        let (held, inMemory) = session.locked { () -> (Bool, TaskRecord?) in
+            guard let entry = session.task(withIdempotencyKey: claim.key) else { return (false, nil) }
+            return (true, entry.lifecycle.isDeleted ? nil : entry.record)
+        }
+        let existing: TaskRecord?
+        if held {
+            existing = inMemory
+        } else {
+            do {
+                existing = try store(of: session).loadTask(session: session.identifier, idempotencyKey: claim.key)
+            } catch {
+                throw Refusal.storeFailure(error)
+            }
+        }
+        return try existing.map { existing throws(Refusal) in try TaskCoordinator.replay(of: existing, claim).get() }
+    }
+
     /// Creates tasks, all or none: ids are reserved in memory, the rows committed in one group,
     /// and only then do the tasks become visible and start. A 201 therefore means stored.
     package func createTasks(in session: SessionState, _ requests: [TaskCreationRequest], idempotency: IdempotencyClaim?,
@@ -77,8 +101,7 @@ extension TaskCoordinator {
             }
             if let idempotency {
                 if let existing = session.task(withIdempotencyKey: idempotency.key), !existing.lifecycle.isDeleted {
-                    return existing.record.idempotencyHash == idempotency.bodyHash
-                        ? .replay(existing.snapshot) : .refused(Refusal.idempotencyKeyReused(idempotency.key))
+                    return .replay(TaskCoordinator.replay(of: existing.record, idempotency))
                 }
                 if session.reservedKeys.contains(idempotency.key) {
                     return .refused(Refusal(.conflict, "idempotency_key_in_use", "a request with this Idempotency-Key is in progress; retry shortly"))
@@ -102,6 +125,10 @@ extension TaskCoordinator {
             if let idempotency { session.reservedKeys.insert(idempotency.key) }
             let first = session.nextSequence
             session.nextSequence += Int64(requests.count)
+            // Before the `task.created` events are numbered: their deliveries may start as soon as
+            // they are committed, before the tasks are added to memory, and must find the trace
+            // (in the store by then) rather than skip the lookup.
+            if requests.contains(where: { $0.traceparent != nil }) { session.tracesTasks = true }
             return .reserved(zip(requests, ids).enumerated().map { i, pair in
                 TaskCoordinator.makeRecord(pair.0, id: pair.1, session: session, sequence: first + Int64(i),
                                            defaultDigests: limits.defaultDigests, now: now,
@@ -111,7 +138,7 @@ extension TaskCoordinator {
         let records: [TaskRecord]
         switch reservation {
         case .refused(let error): return completion(.failure(error))
-        case .replay(let existing): return completion(.success(.replayed(existing)))
+        case .replay(let answer): return completion(answer)
         case .reserved(let r): records = r
         }
         let needsSpooling = session.mode.isDurable && records.contains {
@@ -133,11 +160,17 @@ extension TaskCoordinator {
 
     /// Commits reserved tasks (and the blobs their bodies were spooled to), then makes them
     /// visible and starts those that run.
-    private func insert(_ records: [TaskRecord], spooled: [Blob], in session: SessionState, idempotency: IdempotencyClaim?,
+    private func insert(_ reserved: [TaskRecord], spooled: [Blob], in session: SessionState, idempotency: IdempotencyClaim?,
                         completion: @escaping @Sendable (Result<CreationOutcome, Refusal>) -> Void)
     {
-        // Encoded here, not on the writer thread: the replies and the rows.
-        let replies = records.map { $0.jsonBytes() }
+        // Encoded here, not on the writer thread: the replies and the rows. A task created with a
+        // key keeps its reply, for the retries.
+        let replies = reserved.map { $0.jsonBytes() }
+        let records = idempotency == nil ? reserved : zip(reserved, replies).map { record, reply in
+            var kept = record
+            kept.creationReply = reply
+            return kept
+        }
         let documents = records.map { $0.storageDocument() }
         persist(session, events: records.map { EventDraft.summary($0, .taskCreated) },
                 spooled.map { .insertBlob($0) } + [.insertTasks(records, documents: documents)]) { [self] result in
@@ -158,10 +191,9 @@ extension TaskCoordinator {
                 for (entry, actions) in created { perform(actions, of: entry, in: session) }
                 completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
             case .failure(StoreError.conflict(let existing)):
-                // A task the reservation did not see: completed and dropped from memory, or from before a restart.
+                // A task `replay(in:)` did not see: stored meanwhile, by a retry that overtook this one.
                 if let idempotency, existing.idempotencyKey == idempotency.key {
-                    completion(existing.idempotencyHash == idempotency.bodyHash
-                        ? .success(.replayed(existing)) : .failure(Refusal.idempotencyKeyReused(idempotency.key)))
+                    completion(TaskCoordinator.replay(of: existing, idempotency))
                 } else {
                     completion(.failure(Refusal(.conflict, "task_exists", "a task with id \(existing.id) already exists in this session")))
                 }
@@ -182,6 +214,7 @@ extension TaskCoordinator {
         record.priority = request.priority
         record.description = request.description
         record.headers = request.headers
+        record.sensitiveHeaders = session.configuration.sensitiveHeaders
         record.body = request.body
         record.multipart = request.multipart
         record.sendDigest = request.sendDigest
@@ -201,11 +234,18 @@ extension TaskCoordinator {
     }
 
     static func newTaskID() -> String { RandomID.make() }
+
+    /// The answer to a retry of the creation of `existing`: its first reply, when the body is the
+    /// same. A task stored before replies were kept with their tasks has only its current state.
+    static func replay(of existing: TaskRecord, _ idempotency: IdempotencyClaim) -> Result<CreationOutcome, Refusal> {
+        guard existing.idempotencyHash == idempotency.bodyHash else { return .failure(Refusal.idempotencyKeyReused(idempotency.key)) }
+        return .success(.replayed(id: existing.id, reply: existing.creationReply ?? existing.jsonBytes()))
+    }
 }
 
 private enum Reservation {
     case reserved([TaskRecord])
-    case replay(TaskRecord)
+    case replay(Result<CreationOutcome, Refusal>)
     case refused(Refusal)
 }
 

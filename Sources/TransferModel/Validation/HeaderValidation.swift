@@ -1,3 +1,5 @@
+import JSON
+
 /// Request headers from clients, checked before they reach curl: a field name must be a token and
 /// a value must not hold CR, LF or NUL, or a client could inject a header (or a whole request).
 enum HeaderValidation {
@@ -25,6 +27,16 @@ enum HeaderValidation {
             result.append(Header(name: name, value: value))
         }
         return result
+    }
+
+    /// A list of header names (`configuration.sensitive_headers`), lowercased: each a token.
+    static func names(_ items: [JSONValue], field: String) throws(Refusal) -> [String] {
+        try items.enumerated().map { (i, item) throws(Refusal) in
+            guard let name = item.stringValue, !name.isEmpty, name.utf8.count <= 256, name.utf8.allSatisfy(isTokenChar) else {
+                throw Refusal.invalid("\(field)[\(i)]", "must be a header name")
+            }
+            return name.lowercased()
+        }
     }
 
     static func isTokenChar(_ c: UInt8) -> Bool {

@@ -13,6 +13,18 @@ extension SessionConfiguration {
                 config.headers = try HeaderValidation.validate(pairs, field: r.field("headers"))
             }
         }
+        try errors.check { () throws(Refusal) in
+            if let items = try r.array("sensitive_headers", maxCount: 128) {
+                config.sensitiveHeaders = try HeaderValidation.names(items, field: r.field("sensitive_headers"))
+            }
+        }
+        // A reply sent back as a configuration fails instead of storing the marker as the value.
+        try errors.check { () throws(Refusal) in
+            for header in config.headers
+            where header.value == redacted && SensitiveHeaders.hides(header.name, listed: config.sensitiveHeaders) {
+                throw Refusal.invalid("\(r.field("headers")).\(header.name)", "is the redaction marker, not a value")
+            }
+        }
         try errors.check { () throws(Refusal) in config.timeoutRequest = try r.number("timeout_request_s", in: 1...86_400) ?? config.timeoutRequest }
         try errors.check { () throws(Refusal) in config.timeoutResource = try r.number("timeout_resource_s", in: 1...31_536_000) ?? config.timeoutResource }
         try errors.check { () throws(Refusal) in config.maxConnectionsPerHost = Int(try r.integer("max_connections_per_host", in: 1...1000) ?? 6) }

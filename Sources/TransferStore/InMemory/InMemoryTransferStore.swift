@@ -86,6 +86,10 @@ package final class InMemoryTransferStore: TransferStore {
         read { $0.sessions[session]?.tasks[id] }
     }
 
+    package func loadTask(session: String, idempotencyKey: String) throws -> TaskRecord? {
+        read { state in state.sessions[session].flatMap { stored in stored.keys[idempotencyKey].flatMap { stored.tasks[$0] } } }
+    }
+
     package func taskExists(session: String, id: String) throws -> Bool {
         read { $0.sessions[session]?.tasks[id] != nil }
     }

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 
 import requests
 
+from .secret_watch import WATCH
 from .transferd import Caller, Transferd
 
 AUDIT = "audit"
@@ -66,6 +67,9 @@ class Principal:
 
 def write_auth_file(path: Path, principals: Iterable[Principal]) -> Path:
     """Writes the auth file (replacing it whole, so a reload never reads half a file)."""
+    principals = list(principals)
+    for principal in principals:
+        WATCH.add(principal.token)
     staged = path.with_name(path.name + ".new")
     staged.write_text(json.dumps({"principals": [p.entry() for p in principals]}, indent=2))
     staged.replace(path)

@@ -12,6 +12,9 @@ bearer token when one was configured:
 `run_transferd` runs the binary once for configurations that must make it exit (bad flags).
 
 The binary is `$TRANSFERD_BINARY`, or `.build/release/transferd` under the repository root.
+`Transferd.log_level` is the level it logs at when a test chooses none (the integration tests set
+the most verbose, `trace`: the secrets a test hands it are looked for in every line, see
+`support.secret_watch`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import requests
+
+from support.secret_watch import WATCH
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 READY_TIMEOUT = 20.0
@@ -102,16 +107,19 @@ def run_transferd(args: Sequence[str] = (), env: Mapping[str, str] | None = None
         data_dir = tempfile.mkdtemp(prefix="transferd-run-")
         argv += ["--data-dir", data_dir]
     argv += list(args)
+    WATCH.add_arguments(argv, env or {})
     try:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, env=clean_environment(env), text=True)
         try:
             out, err = process.communicate(timeout=timeout)
-            return RunResult(process.returncode, out, err)
+            result = RunResult(process.returncode, out, err)
         except subprocess.TimeoutExpired:
             process.kill()
             out, err = process.communicate()
-            return RunResult(None, out, err)
+            result = RunResult(None, out, err)
+        WATCH.check_output(result.stdout + result.stderr, "the output of " + " ".join(argv[:1] + list(args)[:2]))
+        return result
     finally:
         if data_dir:
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -163,6 +171,9 @@ class Transferd(_Verbs):
       data_dir_via: "flag" (`--data-dir`), "env" (`TRANSFERD_DATA_DIR`) or None (neither).
     """
 
+    #: `TRANSFERD_LOG_LEVEL` when neither `args` nor `env` choose a level; None: transferd's default.
+    log_level: str | None = None
+
     def __init__(self, *args: str, api_token: str | None = None, token: str | None = None,
                  env: Mapping[str, str] | None = None, host: str = "127.0.0.1",
                  port: int | None = None, listen_via: str | None = "flag",
@@ -191,6 +202,9 @@ class Transferd(_Verbs):
         self._lines_lock = threading.Lock()
         self._reader: threading.Thread | None = None
         self._closed = False
+        WATCH.add(api_token)
+        WATCH.add(self.token)
+        WATCH.watch(self)
 
     # MARK: lifecycle
 
@@ -340,11 +354,13 @@ class Transferd(_Verbs):
         all_headers = self.headers(token, headers)
         if not any(name.lower() == "connection" for name in all_headers):
             all_headers["Connection"] = "close"
+        WATCH.add_request(all_headers, kwargs.get("json", kwargs.get("data")))
         with requests.Session() as session:
             session.trust_env = False  # no proxies from the environment: loopback only
             response = session.request(method, self.url(path), headers=all_headers, timeout=timeout, **kwargs)
             if not kwargs.get("stream"):
                 response.close()
+                WATCH.check_reply(method, path, response)
             return response
 
     def as_caller(self, token: str | None) -> "Caller":
@@ -408,6 +424,8 @@ class Transferd(_Verbs):
 
     def _environment(self) -> dict[str, str]:
         extra = dict(self.env)
+        if Transferd.log_level and "--log-level" not in self.args:
+            extra.setdefault("TRANSFERD_LOG_LEVEL", Transferd.log_level)
         if self.listen_via == "env":
             extra["TRANSFERD_LISTEN"] = self._listen_text()
         if self.data_dir_via == "env":
@@ -419,6 +437,7 @@ class Transferd(_Verbs):
             raise TransferdStartError(f"no transferd binary at {self.binary}: run `make build` first")
         self._run_start = len(self.stderr_lines)
         self.returncode = None
+        WATCH.add_arguments(self._argv(), self.env)
         self.process = subprocess.Popen(self._argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, env=self._environment(), cwd=self.data_dir)
         self._reader = threading.Thread(target=self._read_stderr, args=(self.process.stderr,),
