@@ -1049,6 +1049,43 @@ public struct Client: APIProtocol {
                         headers: headers,
                         body: body
                     ))
+                case 503:
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.StoreUnavailable.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/problem+json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/problem+json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Problem.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .applicationProblemJson(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .serviceUnavailable(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 default:
                     let headers: Components.Responses._Error.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
                         in: response.headerFields,
@@ -1316,6 +1353,43 @@ public struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
+                case 503:
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.StoreUnavailable.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/problem+json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/problem+json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Problem.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .applicationProblemJson(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .serviceUnavailable(.init(
                         headers: headers,
                         body: body
                     ))
@@ -1780,11 +1854,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -2276,11 +2357,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -2640,11 +2728,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -3956,6 +4051,43 @@ public struct Client: APIProtocol {
                         headers: headers,
                         body: body
                     ))
+                case 503:
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.StoreUnavailable.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/problem+json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/problem+json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Problem.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .applicationProblemJson(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .serviceUnavailable(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 default:
                     let headers: Components.Responses._Error.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
                         in: response.headerFields,
@@ -3997,8 +4129,9 @@ public struct Client: APIProtocol {
     ///
     /// The task starts at once unless `"start": false` (then it is `suspended`, like a new
     /// URLSessionTask). With an `Idempotency-Key`, retrying the same request is safe: the same key
-    /// and the same body return the task created the first time (201 with
-    /// `Idempotent-Replayed: true`); the same key with another body is 422
+    /// and the same body return the first reply again, byte for byte — the task as it was when
+    /// created, not as it is now — (201 with `Idempotent-Replayed: true`), creating nothing and
+    /// journaling no event, also after the task completed and across restarts; the same key with another body is 422
     /// `idempotency_key_reused`; a request with the key still in flight is 409
     /// `idempotency_key_in_use`. A principal with `limits.max_unfinished_tasks` gets 429
     /// `quota_exceeded` when the task would take its unfinished tasks above the limit (a replay
@@ -4382,11 +4515,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -4821,11 +4961,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -5125,6 +5272,43 @@ public struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
+                case 503:
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.StoreUnavailable.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/problem+json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/problem+json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Problem.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .applicationProblemJson(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .serviceUnavailable(.init(
                         headers: headers,
                         body: body
                     ))
@@ -5545,11 +5729,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -5866,11 +6057,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -6220,11 +6418,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -6574,11 +6779,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -7028,6 +7240,43 @@ public struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
+                case 503:
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.StoreUnavailable.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/problem+json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/problem+json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Problem.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .applicationProblemJson(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .serviceUnavailable(.init(
                         headers: headers,
                         body: body
                     ))
@@ -8657,11 +8906,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -8962,6 +9218,43 @@ public struct Client: APIProtocol {
                         headers: headers,
                         body: body
                     ))
+                case 503:
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.StoreUnavailable.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/problem+json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/problem+json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Problem.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .applicationProblemJson(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .serviceUnavailable(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 default:
                     let headers: Components.Responses._Error.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
                         in: response.headerFields,
@@ -9244,11 +9537,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -9597,6 +9897,43 @@ public struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
+                case 503:
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.StoreUnavailable.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/problem+json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/problem+json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Problem.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .applicationProblemJson(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .serviceUnavailable(.init(
                         headers: headers,
                         body: body
                     ))
@@ -9955,11 +10292,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(
@@ -10300,6 +10644,43 @@ public struct Client: APIProtocol {
                         headers: headers,
                         body: body
                     ))
+                case 503:
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.StoreUnavailable.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/problem+json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/problem+json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Problem.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .applicationProblemJson(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .serviceUnavailable(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 default:
                     let headers: Components.Responses._Error.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
                         in: response.headerFields,
@@ -10597,11 +10978,18 @@ public struct Client: APIProtocol {
                         body: body
                     ))
                 case 503:
-                    let headers: Components.Responses.StoreUnavailable.Headers = .init(xRequestId: try converter.getOptionalHeaderFieldAsURI(
-                        in: response.headerFields,
-                        name: "X-Request-Id",
-                        as: Components.Headers.XRequestId.self
-                    ))
+                    let headers: Components.Responses.StoreUnavailable.Headers = .init(
+                        retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "Retry-After",
+                            as: Swift.String.self
+                        ),
+                        xRequestId: try converter.getOptionalHeaderFieldAsURI(
+                            in: response.headerFields,
+                            name: "X-Request-Id",
+                            as: Components.Headers.XRequestId.self
+                        )
+                    )
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.StoreUnavailable.Body
                     let chosenContentType = try converter.bestContentType(

@@ -1310,6 +1310,10 @@ extension Components {
         public struct StoreUnavailable: Sendable, Hashable {
             /// - Remark: Generated from `#/components/responses/StoreUnavailable/headers`.
             public struct Headers: Sendable, Hashable {
+                /// Whole seconds to wait before retrying (with `store_unavailable`).
+                ///
+                /// - Remark: Generated from `#/components/responses/StoreUnavailable/headers/Retry-After`.
+                public var retryAfter: Swift.String?
                 /// The request's id, as on its log line.
                 ///
                 /// - Remark: Generated from `#/components/responses/StoreUnavailable/headers/X-Request-Id`.
@@ -1317,8 +1321,13 @@ extension Components {
                 /// Creates a new `Headers`.
                 ///
                 /// - Parameters:
+                ///   - retryAfter: Whole seconds to wait before retrying (with `store_unavailable`).
                 ///   - xRequestId: The request's id, as on its log line.
-                public init(xRequestId: Components.Headers.XRequestId? = nil) {
+                public init(
+                    retryAfter: Swift.String? = nil,
+                    xRequestId: Components.Headers.XRequestId? = nil
+                ) {
+                    self.retryAfter = retryAfter
                     self.xRequestId = xRequestId
                 }
             }

@@ -901,7 +901,7 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/DelegatePatch/secret`.
             public var secret: Swift.String?
             /// - Remark: Generated from `#/components/schemas/DelegatePatch/events`.
-            public var events: [Components.Schemas.EventType]?
+            public var events: [Components.Schemas.KnownEventType]?
             /// - Remark: Generated from `#/components/schemas/DelegatePatch/max_in_flight`.
             public var maxInFlight: Swift.Int?
             /// Creates a new `DelegatePatch`.
@@ -914,7 +914,7 @@ extension Components {
             public init(
                 url: Swift.String? = nil,
                 secret: Swift.String? = nil,
-                events: [Components.Schemas.EventType]? = nil,
+                events: [Components.Schemas.KnownEventType]? = nil,
                 maxInFlight: Swift.Int? = nil
             ) {
                 self.url = url
@@ -939,7 +939,7 @@ extension Components {
                     forKey: .secret
                 )
                 self.events = try container.decodeIfPresent(
-                    [Components.Schemas.EventType].self,
+                    [Components.Schemas.KnownEventType].self,
                     forKey: .events
                 )
                 self.maxInFlight = try container.decodeIfPresent(
@@ -1117,6 +1117,16 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/SessionConfiguration/headers`.
             public var headers: Components.Schemas.SessionConfiguration.HeadersPayload?
+            /// Header names whose values replies, events and webhooks show as `<redacted>` — in the
+            /// session's `headers` and in its tasks' `request.headers` — besides `Authorization`,
+            /// `Proxy-Authorization` and `Cookie`, which always are. The origin still gets the real
+            /// values. Any case; kept lowercased. A task keeps the list its session had when the task
+            /// was created. A name that is not a token is 422 naming it
+            /// (`configuration.sensitive_headers[1]`).
+            ///
+            ///
+            /// - Remark: Generated from `#/components/schemas/SessionConfiguration/sensitive_headers`.
+            public var sensitiveHeaders: [Swift.String]?
             /// No bytes moved for this long fails the attempt with `timed_out` (idle timeout).
             ///
             /// - Remark: Generated from `#/components/schemas/SessionConfiguration/timeout_request_s`.
@@ -1133,8 +1143,11 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/SessionConfiguration/max_concurrent_tasks`.
             public var maxConcurrentTasks: Swift.Int?
             /// URLSession's `waitsForConnectivity`: failures to reach the host at all
-            /// (`cannot_connect_to_host`, `cannot_find_host`, `network_connection_lost`) are retried
-            /// with backoff beyond `retry.max_attempts`, until `timeout_resource_s`. Default true for
+            /// (`cannot_connect_to_host`, `cannot_find_host`: no request went out) are retried with the
+            /// `retry` backoff beyond `retry.max_attempts`, until `timeout_resource_s`; meanwhile the
+            /// task shows phase `retrying`, the last attempt's `error` and `next_attempt_at`. A
+            /// connection lost after it was made (`network_connection_lost`) is not missing
+            /// connectivity: it counts against `retry.max_attempts` like any failure. Default true for
             /// `background` sessions, false otherwise.
             ///
             ///
@@ -1293,10 +1306,14 @@ extension Components {
             /// Retries of failed attempts — transient failures (no connection, a reset, an idle
             /// timeout, a bad response), the HTTP statuses in `on_http_status`, and a 429 with
             /// `Retry-After` even when not listed — at most `max_attempts` attempts in all, within
-            /// `timeout_resource_s`. The n-th wait is `backoff_initial_s`·2ⁿ⁻¹, capped at
-            /// `backoff_max_s`, with ±25 % jitter, and never shorter than the `Retry-After` the origin
-            /// sent. Meanwhile the task is `running` with phase `retrying` and `next_attempt_at`; a
-            /// download continues from its offset (`Range`/`If-Range`). Out of attempts, a failure
+            /// `timeout_resource_s`. The n-th wait is `backoff_initial_s`·2ⁿ⁻¹ with ±25 % jitter,
+            /// never longer than `backoff_max_s` and never shorter than the `Retry-After` the origin
+            /// sent. A request the origin may have seen (it went out, or an answer came) is tried
+            /// again only when `methods` names its method; one that failed before it went out (no
+            /// name, no connection, no TLS handshake) is tried again whatever its method.
+            /// Meanwhile the task is `running` with phase `retrying`, `next_attempt_at` and, after
+            /// a failure, that attempt's `error`; a download continues from its offset
+            /// (`Range`/`If-Range`). Out of attempts, a failure
             /// completes the task with its error (a download with `resume_data`), a status with that
             /// answer. A full disk or a refused address is never retried. `backoff_initial_s` must not exceed
             /// `backoff_max_s` (with the other's default when only one is given): 422
@@ -1313,6 +1330,18 @@ extension Components {
                 public var backoffMaxS: Swift.Double?
                 /// - Remark: Generated from `#/components/schemas/SessionConfiguration/retry/on_http_status`.
                 public var onHttpStatus: [Swift.Int]?
+                /// The request methods tried again once the origin may have seen the request — after
+                /// it went out, or when it was answered with a status retried. RFC 9110 §9.2.2: a
+                /// request with another method is not retried automatically, since the origin may
+                /// already have acted on it (a payment, a create). Neither is it sent again by the
+                /// transport: when a kept-alive connection closes before any answer to it, the
+                /// attempt fails instead of being re-sent on a fresh connection, as it is for the
+                /// methods listed (within `max_attempts`, each counted in `metrics.attempts`).
+                /// Method names are case-sensitive tokens.
+                ///
+                ///
+                /// - Remark: Generated from `#/components/schemas/SessionConfiguration/retry/methods`.
+                public var methods: [Swift.String]?
                 /// Creates a new `RetryPayload`.
                 ///
                 /// - Parameters:
@@ -1320,22 +1349,26 @@ extension Components {
                 ///   - backoffInitialS:
                 ///   - backoffMaxS:
                 ///   - onHttpStatus:
+                ///   - methods: The request methods tried again once the origin may have seen the request — after
                 public init(
                     maxAttempts: Swift.Int? = nil,
                     backoffInitialS: Swift.Double? = nil,
                     backoffMaxS: Swift.Double? = nil,
-                    onHttpStatus: [Swift.Int]? = nil
+                    onHttpStatus: [Swift.Int]? = nil,
+                    methods: [Swift.String]? = nil
                 ) {
                     self.maxAttempts = maxAttempts
                     self.backoffInitialS = backoffInitialS
                     self.backoffMaxS = backoffMaxS
                     self.onHttpStatus = onHttpStatus
+                    self.methods = methods
                 }
                 public enum CodingKeys: String, CodingKey {
                     case maxAttempts = "max_attempts"
                     case backoffInitialS = "backoff_initial_s"
                     case backoffMaxS = "backoff_max_s"
                     case onHttpStatus = "on_http_status"
+                    case methods
                 }
                 public init(from decoder: any Swift.Decoder) throws {
                     let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -1355,21 +1388,30 @@ extension Components {
                         [Swift.Int].self,
                         forKey: .onHttpStatus
                     )
+                    self.methods = try container.decodeIfPresent(
+                        [Swift.String].self,
+                        forKey: .methods
+                    )
                     try decoder.ensureNoAdditionalProperties(knownKeys: [
                         "max_attempts",
                         "backoff_initial_s",
                         "backoff_max_s",
-                        "on_http_status"
+                        "on_http_status",
+                        "methods"
                     ])
                 }
             }
             /// Retries of failed attempts — transient failures (no connection, a reset, an idle
             /// timeout, a bad response), the HTTP statuses in `on_http_status`, and a 429 with
             /// `Retry-After` even when not listed — at most `max_attempts` attempts in all, within
-            /// `timeout_resource_s`. The n-th wait is `backoff_initial_s`·2ⁿ⁻¹, capped at
-            /// `backoff_max_s`, with ±25 % jitter, and never shorter than the `Retry-After` the origin
-            /// sent. Meanwhile the task is `running` with phase `retrying` and `next_attempt_at`; a
-            /// download continues from its offset (`Range`/`If-Range`). Out of attempts, a failure
+            /// `timeout_resource_s`. The n-th wait is `backoff_initial_s`·2ⁿ⁻¹ with ±25 % jitter,
+            /// never longer than `backoff_max_s` and never shorter than the `Retry-After` the origin
+            /// sent. A request the origin may have seen (it went out, or an answer came) is tried
+            /// again only when `methods` names its method; one that failed before it went out (no
+            /// name, no connection, no TLS handshake) is tried again whatever its method.
+            /// Meanwhile the task is `running` with phase `retrying`, `next_attempt_at` and, after
+            /// a failure, that attempt's `error`; a download continues from its offset
+            /// (`Range`/`If-Range`). Out of attempts, a failure
             /// completes the task with its error (a download with `resume_data`), a status with that
             /// answer. A full disk or a refused address is never retried. `backoff_initial_s` must not exceed
             /// `backoff_max_s` (with the other's default when only one is given): 422
@@ -1533,6 +1575,7 @@ extension Components {
             ///
             /// - Parameters:
             ///   - headers: Header fields added to every request of the session's tasks; none by default.
+            ///   - sensitiveHeaders: Header names whose values replies, events and webhooks show as `<redacted>` — in the
             ///   - timeoutRequestS: No bytes moved for this long fails the attempt with `timed_out` (idle timeout).
             ///   - timeoutResourceS: The whole life of a task, retries included: when it passes, or when the next retry
             ///   - maxConnectionsPerHost:
@@ -1550,6 +1593,7 @@ extension Components {
             ///   - tls: Certificate verification is always on. Files are absolute paths of PEM files beneath
             public init(
                 headers: Components.Schemas.SessionConfiguration.HeadersPayload? = nil,
+                sensitiveHeaders: [Swift.String]? = nil,
                 timeoutRequestS: Swift.Double? = nil,
                 timeoutResourceS: Swift.Double? = nil,
                 maxConnectionsPerHost: Swift.Int? = nil,
@@ -1567,6 +1611,7 @@ extension Components {
                 tls: Components.Schemas.SessionConfiguration.TlsPayload? = nil
             ) {
                 self.headers = headers
+                self.sensitiveHeaders = sensitiveHeaders
                 self.timeoutRequestS = timeoutRequestS
                 self.timeoutResourceS = timeoutResourceS
                 self.maxConnectionsPerHost = maxConnectionsPerHost
@@ -1585,6 +1630,7 @@ extension Components {
             }
             public enum CodingKeys: String, CodingKey {
                 case headers
+                case sensitiveHeaders = "sensitive_headers"
                 case timeoutRequestS = "timeout_request_s"
                 case timeoutResourceS = "timeout_resource_s"
                 case maxConnectionsPerHost = "max_connections_per_host"
@@ -1606,6 +1652,10 @@ extension Components {
                 self.headers = try container.decodeIfPresent(
                     Components.Schemas.SessionConfiguration.HeadersPayload.self,
                     forKey: .headers
+                )
+                self.sensitiveHeaders = try container.decodeIfPresent(
+                    [Swift.String].self,
+                    forKey: .sensitiveHeaders
                 )
                 self.timeoutRequestS = try container.decodeIfPresent(
                     Swift.Double.self,
@@ -1669,6 +1719,7 @@ extension Components {
                 )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "headers",
+                    "sensitive_headers",
                     "timeout_request_s",
                     "timeout_resource_s",
                     "max_connections_per_host",
@@ -2002,7 +2053,9 @@ extension Components {
         ///
         /// - Remark: Generated from `#/components/schemas/SessionConfigurationEcho`.
         public struct SessionConfigurationEcho: Codable, Hashable, Sendable {
-            /// The session's header fields, name to value.
+            /// The session's header fields, name to value; the values of sensitive ones (see
+            /// `sensitive_headers`) read `<redacted>`.
+            ///
             ///
             /// - Remark: Generated from `#/components/schemas/SessionConfigurationEcho/headers`.
             public struct HeadersPayload: Codable, Hashable, Sendable {
@@ -2022,10 +2075,16 @@ extension Components {
                     try encoder.encodeAdditionalProperties(additionalProperties)
                 }
             }
-            /// The session's header fields, name to value.
+            /// The session's header fields, name to value; the values of sensitive ones (see
+            /// `sensitive_headers`) read `<redacted>`.
+            ///
             ///
             /// - Remark: Generated from `#/components/schemas/SessionConfigurationEcho/headers`.
             public var headers: Components.Schemas.SessionConfigurationEcho.HeadersPayload
+            /// The header names listed as sensitive, lowercased.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SessionConfigurationEcho/sensitive_headers`.
+            public var sensitiveHeaders: [Swift.String]
             /// - Remark: Generated from `#/components/schemas/SessionConfigurationEcho/timeout_request_s`.
             public var timeoutRequestS: Swift.Double
             /// - Remark: Generated from `#/components/schemas/SessionConfigurationEcho/timeout_resource_s`.
@@ -2110,6 +2169,8 @@ extension Components {
                 public var backoffMaxS: Swift.Double
                 /// - Remark: Generated from `#/components/schemas/SessionConfigurationEcho/retry/on_http_status`.
                 public var onHttpStatus: [Swift.Int]
+                /// - Remark: Generated from `#/components/schemas/SessionConfigurationEcho/retry/methods`.
+                public var methods: [Swift.String]
                 /// Creates a new `RetryPayload`.
                 ///
                 /// - Parameters:
@@ -2117,22 +2178,26 @@ extension Components {
                 ///   - backoffInitialS:
                 ///   - backoffMaxS:
                 ///   - onHttpStatus:
+                ///   - methods:
                 public init(
                     maxAttempts: Swift.Int,
                     backoffInitialS: Swift.Double,
                     backoffMaxS: Swift.Double,
-                    onHttpStatus: [Swift.Int]
+                    onHttpStatus: [Swift.Int],
+                    methods: [Swift.String]
                 ) {
                     self.maxAttempts = maxAttempts
                     self.backoffInitialS = backoffInitialS
                     self.backoffMaxS = backoffMaxS
                     self.onHttpStatus = onHttpStatus
+                    self.methods = methods
                 }
                 public enum CodingKeys: String, CodingKey {
                     case maxAttempts = "max_attempts"
                     case backoffInitialS = "backoff_initial_s"
                     case backoffMaxS = "backoff_max_s"
                     case onHttpStatus = "on_http_status"
+                    case methods
                 }
             }
             /// - Remark: Generated from `#/components/schemas/SessionConfigurationEcho/retry`.
@@ -2206,7 +2271,8 @@ extension Components {
             /// Creates a new `SessionConfigurationEcho`.
             ///
             /// - Parameters:
-            ///   - headers: The session's header fields, name to value.
+            ///   - headers: The session's header fields, name to value; the values of sensitive ones (see
+            ///   - sensitiveHeaders: The header names listed as sensitive, lowercased.
             ///   - timeoutRequestS:
             ///   - timeoutResourceS:
             ///   - maxConnectionsPerHost:
@@ -2224,6 +2290,7 @@ extension Components {
             ///   - tls:
             public init(
                 headers: Components.Schemas.SessionConfigurationEcho.HeadersPayload,
+                sensitiveHeaders: [Swift.String],
                 timeoutRequestS: Swift.Double,
                 timeoutResourceS: Swift.Double,
                 maxConnectionsPerHost: Swift.Int,
@@ -2241,6 +2308,7 @@ extension Components {
                 tls: Components.Schemas.SessionConfigurationEcho.TlsPayload? = nil
             ) {
                 self.headers = headers
+                self.sensitiveHeaders = sensitiveHeaders
                 self.timeoutRequestS = timeoutRequestS
                 self.timeoutResourceS = timeoutResourceS
                 self.maxConnectionsPerHost = maxConnectionsPerHost
@@ -2259,6 +2327,7 @@ extension Components {
             }
             public enum CodingKeys: String, CodingKey {
                 case headers
+                case sensitiveHeaders = "sensitive_headers"
                 case timeoutRequestS = "timeout_request_s"
                 case timeoutResourceS = "timeout_resource_s"
                 case maxConnectionsPerHost = "max_connections_per_host"
@@ -4213,6 +4282,12 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Task/metrics`.
             public struct MetricsPayload: Codable, Hashable, Sendable {
+                /// Attempts made, each a time the origin may have seen the request: every attempt
+                /// begun, and every time the transport sent the request again on a fresh connection
+                /// after a kept-alive one closed before an answer (only for the methods in
+                /// `configuration.retry.methods`).
+                ///
+                ///
                 /// - Remark: Generated from `#/components/schemas/Task/metrics/attempts`.
                 public var attempts: Swift.Int
                 /// - Remark: Generated from `#/components/schemas/Task/metrics/redirect_count`.
@@ -4269,7 +4344,7 @@ extension Components {
                 /// Creates a new `MetricsPayload`.
                 ///
                 /// - Parameters:
-                ///   - attempts:
+                ///   - attempts: Attempts made, each a time the origin may have seen the request: every attempt
                 ///   - redirectCount:
                 ///   - remoteAddress:
                 ///   - _protocol:
@@ -4425,7 +4500,11 @@ extension Components {
             public var url: Swift.String
             /// - Remark: Generated from `#/components/schemas/TaskRequestEcho/method`.
             public var method: Swift.String
-            /// Repeated names are combined with `, `.
+            /// Repeated names are combined with `, `. The values of `Authorization`,
+            /// `Proxy-Authorization`, `Cookie` and of the headers the session listed in
+            /// `configuration.sensitive_headers` read `<redacted>` (here, in events and in webhooks);
+            /// the origin gets them as given.
+            ///
             ///
             /// - Remark: Generated from `#/components/schemas/TaskRequestEcho/headers`.
             public struct HeadersPayload: Codable, Hashable, Sendable {
@@ -4445,7 +4524,11 @@ extension Components {
                     try encoder.encodeAdditionalProperties(additionalProperties)
                 }
             }
-            /// Repeated names are combined with `, `.
+            /// Repeated names are combined with `, `. The values of `Authorization`,
+            /// `Proxy-Authorization`, `Cookie` and of the headers the session listed in
+            /// `configuration.sensitive_headers` read `<redacted>` (here, in events and in webhooks);
+            /// the origin gets them as given.
+            ///
             ///
             /// - Remark: Generated from `#/components/schemas/TaskRequestEcho/headers`.
             public var headers: Components.Schemas.TaskRequestEcho.HeadersPayload
@@ -4456,7 +4539,7 @@ extension Components {
             /// - Parameters:
             ///   - url:
             ///   - method:
-            ///   - headers: Repeated names are combined with `, `.
+            ///   - headers: Repeated names are combined with `, `. The values of `Authorization`,
             ///   - body:
             public init(
                 url: Swift.String,

@@ -1351,6 +1351,34 @@ public enum Operations {
                     }
                 }
             }
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/sessions/get(listSessions)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
             /// Any error the HTTP layer may answer before a route's handler runs, as a problem document:
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
@@ -1717,6 +1745,34 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/get(getSession)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
                             response: self
                         )
                     }
@@ -2214,8 +2270,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/patch(patchSession)/responses/503`.
@@ -2787,8 +2846,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/put(putSession)/responses/503`.
@@ -3203,8 +3265,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/delete(deleteSession)/responses/503`.
@@ -4749,6 +4814,34 @@ public enum Operations {
                     }
                 }
             }
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/get(listTasks)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
             /// Any error the HTTP layer may answer before a route's handler runs, as a problem document:
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
@@ -4816,8 +4909,9 @@ public enum Operations {
     ///
     /// The task starts at once unless `"start": false` (then it is `suspended`, like a new
     /// URLSessionTask). With an `Idempotency-Key`, retrying the same request is safe: the same key
-    /// and the same body return the task created the first time (201 with
-    /// `Idempotent-Replayed: true`); the same key with another body is 422
+    /// and the same body return the first reply again, byte for byte — the task as it was when
+    /// created, not as it is now — (201 with `Idempotent-Replayed: true`), creating nothing and
+    /// journaling no event, also after the task completed and across restarts; the same key with another body is 422
     /// `idempotency_key_reused`; a request with the key still in flight is 409
     /// `idempotency_key_in_use`. A principal with `limits.max_unfinished_tasks` gets 429
     /// `quota_exceeded` when the task would take its unfinished tasks above the limit (a replay
@@ -5248,8 +5342,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/post(createTask)/responses/503`.
@@ -5753,8 +5850,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks:batch/post(createTasks)/responses/503`.
@@ -6174,6 +6274,34 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/get(getTask)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
                             response: self
                         )
                     }
@@ -6641,8 +6769,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/patch(updateTask)/responses/503`.
@@ -7008,8 +7139,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/delete(deleteTask)/responses/503`.
@@ -7416,8 +7550,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/resume/post(resumeTask)/responses/503`.
@@ -7830,8 +7967,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/suspend/post(suspendTask)/responses/503`.
@@ -8333,6 +8473,34 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/tasks/{task}/cancel/post(cancelTask)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
                             response: self
                         )
                     }
@@ -10500,8 +10668,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/blobs/post(createBlob)/responses/503`.
@@ -10845,6 +11016,34 @@ public enum Operations {
                     }
                 }
             }
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/blobs/{blob}/get(getBlob)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
             /// Any error the HTTP layer may answer before a route's handler runs, as a problem document:
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
@@ -11164,8 +11363,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/blobs/{blob}/delete(deleteBlob)/responses/503`.
@@ -11593,6 +11795,34 @@ public enum Operations {
                     }
                 }
             }
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/events/get(listEvents)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
             /// Any error the HTTP layer may answer before a route's handler runs, as a problem document:
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
@@ -12012,8 +12242,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/events/ack/post(acknowledgeEvents)/responses/503`.
@@ -12435,6 +12668,34 @@ public enum Operations {
                     }
                 }
             }
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/events/{event}/redeliver/post(redeliverEvent)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.StoreUnavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.StoreUnavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
             /// Any error the HTTP layer may answer before a route's handler runs, as a problem document:
             /// 400 `bad_request` (ambiguous framing, malformed head), 404 `not_found`, 405
             /// `method_not_allowed` (with `Allow`), 408 `request_timeout`, 413 `content_too_large`, 414
@@ -12791,8 +13052,11 @@ public enum Operations {
                     }
                 }
             }
-            /// The change could not be stored (the database failed); nothing was changed. Code:
-            /// `store_unavailable` (`too_many_connections` when the server is at `--max-connections`).
+            /// The store cannot be read or written now (the database is down, the disk full): nothing
+            /// was changed, and nothing is said of what exists — never a 404 or an empty list for a store
+            /// that cannot answer. Retry after `Retry-After`; what was acknowledged before is there once
+            /// the store is back. Code: `store_unavailable` (`too_many_connections`, without
+            /// `Retry-After`, when the server is at `--max-connections`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/sessions/{identifier}/deliveries/get(listDeliveries)/responses/503`.

@@ -168,8 +168,9 @@ public protocol APIProtocol: Sendable {
     ///
     /// The task starts at once unless `"start": false` (then it is `suspended`, like a new
     /// URLSessionTask). With an `Idempotency-Key`, retrying the same request is safe: the same key
-    /// and the same body return the task created the first time (201 with
-    /// `Idempotent-Replayed: true`); the same key with another body is 422
+    /// and the same body return the first reply again, byte for byte — the task as it was when
+    /// created, not as it is now — (201 with `Idempotent-Replayed: true`), creating nothing and
+    /// journaling no event, also after the task completed and across restarts; the same key with another body is 422
     /// `idempotency_key_reused`; a request with the key still in flight is 409
     /// `idempotency_key_in_use`. A principal with `limits.max_unfinished_tasks` gets 429
     /// `quota_exceeded` when the task would take its unfinished tasks above the limit (a replay
@@ -605,8 +606,9 @@ extension APIProtocol {
     ///
     /// The task starts at once unless `"start": false` (then it is `suspended`, like a new
     /// URLSessionTask). With an `Idempotency-Key`, retrying the same request is safe: the same key
-    /// and the same body return the task created the first time (201 with
-    /// `Idempotent-Replayed: true`); the same key with another body is 422
+    /// and the same body return the first reply again, byte for byte — the task as it was when
+    /// created, not as it is now — (201 with `Idempotent-Replayed: true`), creating nothing and
+    /// journaling no event, also after the task completed and across restarts; the same key with another body is 422
     /// `idempotency_key_reused`; a request with the key still in flight is 409
     /// `idempotency_key_in_use`. A principal with `limits.max_unfinished_tasks` gets 429
     /// `quota_exceeded` when the task would take its unfinished tasks above the limit (a replay
