@@ -1,4 +1,4 @@
-"""A request goes out once per attempt (PRODUCT.md, "Promises kept at the edges"): a method outside
+"""A request goes out once per attempt (README, "Retries"): a method outside
 RFC 9110's idempotent set is never sent twice by the transport — no silent re-send on a kept-alive
 connection that turned out closed — nor retried once the origin may have seen it, unless the
 session's `retry.methods` names it; `metrics.attempts` counts every time the origin may have seen the

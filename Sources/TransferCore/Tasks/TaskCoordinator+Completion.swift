@@ -101,8 +101,8 @@ extension TaskCoordinator {
             // A task that waits now (to retry, suspended, or for the next start) moves nothing:
             // its rate is 0, not the attempt's average, which only a completed task keeps.
             if TaskCoordinator.leavesTaskWaiting(event) { entry.record.progress.bytesPerSecond = 0 }
-            // A task waiting to retry after a failure shows that failure (PRODUCT: "a failure is
-            // never hidden behind running") until its next attempt starts.
+            // A task waiting to retry after a failure shows that failure (README, "Retries": a
+            // failure is never hidden behind running) until its next attempt starts.
             if case .transferFailed(_, .retry) = event, outcome.failure != nil { entry.record.error = ending }
             return step(entry, event)
         }
