@@ -12,9 +12,12 @@
 #   get      GET /v1/sessions/{id}/tasks/{task} of one (suspended) task, bearer token
 #   submit1  POST /v1/sessions/{id}/tasks, one suspended download task per request
 #   batch    POST /v1/sessions/{id}/tasks:batch, BATCH tasks per request
+#   small    SMALLS downloads of 16 KiB from a local nginx through one tasks:batch of a background
+#            session, from the POST until every task is completed (per completed task): the whole
+#            life of a small task — submission, transfer, files, store, events
 #
 # Usage: bench/instructions.sh
-# Environment: GETS [2000], POSTS [500], BATCHES [4], BATCH [1000], TRANSFERD_BINARY,
+# Environment: GETS [2000], POSTS [500], BATCHES [4], BATCH [1000], SMALLS [500], TRANSFERD_BINARY,
 #   KEEP=DIR to keep the dumps there (callgrind.get, …) for `callgrind_annotate --inclusive=yes`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,9 +27,10 @@ GETS=${GETS:-2000}
 POSTS=${POSTS:-500}
 BATCHES=${BATCHES:-4}
 BATCH=${BATCH:-1000}
+SMALLS=${SMALLS:-500}
 DRIVE=(python3 "$PWD/bench/drive.py")
 
-install_tools valgrind binutils curl
+install_tools valgrind binutils curl nginx
 ensure_binary
 bench_setup instructions
 
@@ -35,7 +39,8 @@ echo "transferd instructions per request (callgrind) — $(date -u +%FT%TZ), bin
 objcopy --strip-debug "$BINARY" "$work/transferd"
 BINARY=$work/transferd
 transferd_prefix=(valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" --dump-instr=no)
-wait_seconds=120 start_transferd  # start-up under valgrind is slow
+mkdir -p "$work/out"
+wait_seconds=120 start_transferd --allow-path "$work/out"  # start-up under valgrind is slow
 
 # Total Ir of the newest dump.
 measure() {  # label count command...: zero, run, dump; prints "label instructions/unit"
@@ -63,4 +68,26 @@ measure submit1 "$POSTS" "${DRIVE[@]}" replay --api "$api" --token "$token" \
   --post /v1/sessions/bench.instr/tasks --count "$POSTS"
 measure batch $((BATCHES * BATCH)) "${DRIVE[@]}" replay --api "$api" --token "$token" \
   --post /v1/sessions/bench.instr/tasks:batch --batch "$BATCH" --count "$BATCHES"
+
+# The small files, served by nginx; a warm-up batch first, in a session of its own.
+mkdir -p "$work/origin/small"
+python3 - "$work/origin/small" "$SMALLS" >"$work/list" <<'EOF2'
+import hashlib, os, sys
+directory, count = sys.argv[1], int(sys.argv[2])
+for i in range(count):
+    data = os.urandom(16384)
+    with open(f"{directory}/s{i:04d}.bin", "wb") as f:
+        f.write(data)
+    print(f"ORIGIN/small/s{i:04d}.bin\ts{i:04d}.bin\t16384\t{hashlib.sha256(data).hexdigest()}")
+EOF2
+start_nginx "        root $work/origin;"
+sed -i "s|^ORIGIN|http://127.0.0.1:$nport|" "$work/list"
+wait_for "http://127.0.0.1:$nport/small/s0000.bin"
+small() {  # session
+  "${DRIVE[@]}" download --api "$api" --token "$token" --session "$1" --mode background \
+    --config '{"max_concurrent_tasks":64,"max_connections_per_host":64}' --list "$work/list" --dest "$work/out/$1"
+}
+mkdir -p "$work/out/bench.small.warm" "$work/out/bench.small"
+small bench.small.warm >/dev/null
+measure small "$SMALLS" small bench.small
 transferd_alive

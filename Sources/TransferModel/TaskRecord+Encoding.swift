@@ -77,19 +77,34 @@ extension TaskRecord {
     /// `<redacted>`: request headers as the API shows them. Without, every value as it is.
     static func encodeHeaders(_ headers: [Header], hiding listed: [String]? = nil, into json: inout JSONWriter) {
         // Repeated fields are combined as RFC 9110 §5.3 allows; the object keeps first-seen order.
-        var order: [String] = []
-        var values: [String: [String]] = [:]
-        for h in headers {
-            if values[h.name] == nil { order.append(h.name) }
-            let hidden = listed.map { SensitiveHeaders.hides(h.name, listed: $0) } ?? false
-            values[h.name, default: []].append(hidden ? SessionConfiguration.redacted : h.value)
-        }
         json.beginObject()
-        for name in order {
-            json.key(escaping: name)
-            json.string(values[name]!.joined(separator: ", "))
+        if headers.count <= 32 {
+            // A usual head: comparing a few dozen names costs less than hashing them into a
+            // dictionary, which cost most of a task reply's encoding. Past that (an origin may send
+            // thousands of fields within curl's limit on a head) the pairwise scan would not be
+            // bounded, and the names are grouped by hash.
+            for (i, field) in headers.enumerated() where !headers[..<i].contains(where: { $0.name == field.name }) {
+                encodeField(field.name, headers[i...].filter { $0.name == field.name }, hiding: listed, into: &json)
+            }
+        } else {
+            var order: [String] = []
+            var fields: [String: [Header]] = [:]
+            for h in headers {
+                if fields[h.name] == nil { order.append(h.name) }
+                fields[h.name, default: []].append(h)
+            }
+            for name in order { encodeField(name, fields[name]!, hiding: listed, into: &json) }
         }
         json.endObject()
+    }
+
+    /// One member of a headers object: the values of `fields` (all named `name`), joined.
+    private static func encodeField(_ name: String, _ fields: [Header], hiding listed: [String]?, into json: inout JSONWriter) {
+        func shown(_ h: Header) -> String {
+            listed.map { SensitiveHeaders.hides(h.name, listed: $0) } == true ? SessionConfiguration.redacted : h.value
+        }
+        json.key(escaping: name)
+        json.string(fields.count == 1 ? shown(fields[0]) : fields.map(shown).joined(separator: ", "))
     }
 
     /// The `progress` member, also the data of `task.progress`.
