@@ -59,11 +59,16 @@ let package = Package(
         // SQLite: connections, cached statements, migrations, the group-committing writer.
         .target(name: "Store", dependencies: ["CSQLite", "Reactor"]),
 
+        // The words the model, the engine and the stores share (a URL as curl parses it, cookies,
+        // a session's settings, the error codes a task completes with), so none imports another
+        // to say them. The leaf of the transfer modules: curl only, for `URLParts`.
+        .target(name: "TransferVocabulary", dependencies: ["CCurl"]),
+
         // Lifecycles of tasks, sessions and webhook delivery as pure values: no I/O, no clocks.
-        .target(name: "Lifecycles"),
+        .target(name: "Lifecycles", dependencies: ["TransferVocabulary"]),
 
         // libcurl multi loops, admission per session and host, the transfer of bytes.
-        .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "CPSL", "Digests", "Lifecycles", "Reactor"]),
+        .target(name: "TransferEngine", dependencies: ["CCurl", "CLinux", "CPSL", "Digests", "Reactor", "TransferVocabulary"]),
 
         // Forwarding a request to the replica that holds its session (cluster mode) and relaying
         // the answer: one curl multi on a loop of its own, connections to each replica kept alive.
@@ -71,34 +76,36 @@ let package = Package(
 
         // Sessions, tasks, events, configuration and resume data as values, with their encoding
         // and the validation of client input. Knows no HTTP status, socket, store or thread.
-        .target(name: "TransferModel", dependencies: ["Digests", "JSON", "Lifecycles", "Reactor", "TransferEngine"]),
+        .target(name: "TransferModel", dependencies: ["Digests", "JSON", "Lifecycles", "Reactor", "TransferVocabulary"]),
 
         // What the core asks of a store: batched changes and typed reads (TransferStore), with an
         // in-memory implementation. No SQL in its interface, so a PostgreSQL store fits it too.
-        .target(name: "TransferStore", dependencies: ["JSON", "Reactor", "TransferEngine", "TransferModel"]),
+        .target(name: "TransferStore", dependencies: ["JSON", "Reactor", "TransferModel", "TransferVocabulary"]),
 
         // The SQLite implementation of TransferStore: schema, migrations, queries, group commit.
-        .target(name: "SQLiteStore", dependencies: ["JSON", "Reactor", "Store", "TransferEngine", "TransferModel", "TransferStore"]),
+        .target(name: "SQLiteStore", dependencies: ["JSON", "Store", "TransferModel", "TransferStore", "TransferVocabulary"]),
 
         // PostgreSQL over libpq: a connection with prepared statements, typed rows, LISTEN/NOTIFY.
         .target(name: "Postgres", dependencies: ["CPostgres"]),
 
         // The PostgreSQL implementation of TransferStore (cluster mode): schema under an advisory
         // lock, group commit on a writer connection, a pool of readers, session leases and fencing.
-        .target(name: "PostgresStore", dependencies: ["JSON", "Postgres", "Reactor", "TransferEngine", "TransferModel", "TransferStore"]),
+        .target(name: "PostgresStore", dependencies: ["JSON", "Postgres", "Reactor", "TransferModel", "TransferStore", "TransferVocabulary"]),
 
         // The task core: sessions and tasks in memory, their lifecycles driven to the store and
         // the engine, events and webhook delivery, files on disk.
         .target(name: "TransferCore", dependencies: [
             "CLinux", "Digests", "JSON", "Lifecycles", "Reactor", "TransferEngine", "TransferModel", "TransferStore",
+            "TransferVocabulary",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
 
         // Cluster mode: this replica's leases on sessions in the shared store (heartbeat, renewal,
-        // takeover of a dead replica's sessions) and where a session's requests go.
+        // takeover of a dead replica's sessions) and where a session's requests go (the API asks,
+        // through ReplicaForwarding's `SessionPlacement`).
         .target(name: "Cluster", dependencies: [
-            "CLinux", "Postgres", "PostgresStore", "Reactor", "TransferAPI", "TransferCore", "TransferEngine", "TransferStore",
+            "CLinux", "Postgres", "PostgresStore", "Reactor", "ReplicaForwarding", "TransferCore", "TransferEngine", "TransferStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -107,6 +114,7 @@ let package = Package(
         // console, whose files (Console/) are compiled into the binary (docs/CONSOLE.md).
         .target(name: "TransferAPI", dependencies: [
             "Digests", "HTTPServer", "JSON", "Lifecycles", "Reactor", "ReplicaForwarding", "TransferCore", "TransferEngine", "TransferModel",
+            "TransferVocabulary",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ], resources: [.embedInCode("Console")]),
@@ -157,18 +165,18 @@ let package = Package(
         .executableTarget(name: "FuzzHTTPRequest", dependencies: ["FuzzSupport", "HTTPServer"]),
         .executableTarget(name: "FuzzJSON", dependencies: ["FuzzSupport", "JSON"]),
         .executableTarget(name: "FuzzResumeData", dependencies: ["FuzzSupport", "TransferModel"]),
-        .executableTarget(name: "FuzzMultipart", dependencies: ["FuzzSupport", "JSON", "TransferCore", "TransferEngine", "TransferModel"]),
+        .executableTarget(name: "FuzzMultipart", dependencies: ["FuzzSupport", "JSON", "TransferCore", "TransferModel"]),
         .executableTarget(name: "FuzzAuthFile", dependencies: ["FuzzSupport", "TransferAPI", "TransferCore"]),
         .executableTarget(name: "FuzzSessionConfiguration", dependencies: ["FuzzSupport", "JSON", "TransferModel"]),
-        .executableTarget(name: "FuzzTaskCreation", dependencies: ["FuzzSupport", "JSON", "TransferEngine", "TransferModel"]),
+        .executableTarget(name: "FuzzTaskCreation", dependencies: ["FuzzSupport", "JSON", "TransferModel", "TransferVocabulary"]),
 
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "DigestsTests", dependencies: ["Digests"]),
-        .testTarget(name: "LifecyclesTests", dependencies: ["Lifecycles"]),
+        .testTarget(name: "LifecyclesTests", dependencies: ["Lifecycles", "TransferVocabulary"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Reactor"]),
         .testTarget(name: "TransferEngineTests", dependencies: [
-            "TransferEngine", "HTTPServer", "Reactor", "Digests", "TestSupport",
+            "CCurl", "CLinux", "Digests", "Reactor", "TestSupport", "TransferEngine", "TransferVocabulary",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
@@ -178,7 +186,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TransferCoreTests", dependencies: [
-            "JSON", "Lifecycles", "Reactor", "TestSupport", "TransferCore", "TransferEngine", "TransferModel", "TransferStore",
+            "HTTPServer", "JSON", "Lifecycles", "Reactor", "TestSupport", "TransferCore", "TransferEngine", "TransferModel", "TransferStore",
+            "TransferVocabulary",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The generated client against a real transferd process (built as a dependency).
@@ -190,8 +199,8 @@ let package = Package(
         .testTarget(name: "TransferctlTests", dependencies: ["transferctl"]),
         .testTarget(name: "ClusterTests", dependencies: ["Cluster", "TransferEngine"]),
         .testTarget(name: "TransferStoreTests", dependencies: [
-            "Digests", "JSON", "Postgres", "PostgresStore", "Reactor", "SQLiteStore", "Store", "TestSupport", "TransferEngine", "TransferModel",
-            "TransferStore",
+            "Digests", "Postgres", "PostgresStore", "Reactor", "SQLiteStore", "Store", "TestSupport", "TransferModel", "TransferStore",
+            "TransferVocabulary",
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,5 @@
 import Reactor
-import TransferAPI
+import ReplicaForwarding
 import TransferCore
 import TransferStore
 

@@ -1,7 +1,6 @@
 import FuzzSupport
 import JSON
 import TransferCore
-import TransferEngine
 import TransferModel
 
 /// transferd does not parse multipart bodies: it builds them (`multipart` on an upload task). So

@@ -1,7 +1,7 @@
 import FuzzSupport
 import JSON
-import TransferEngine
 import TransferModel
+import TransferVocabulary
 
 /// A task as a client POSTs it (TaskCreationRequest.parse), the input being the JSON document.
 ///

@@ -1,3 +1,5 @@
+import TransferVocabulary
+
 /// What a task's lifecycle is told and what it answers.
 extension TaskLifecycle {
     /// Suspended, or running with nothing started (queued on a timer, or stopped by a

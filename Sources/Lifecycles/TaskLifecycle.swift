@@ -1,3 +1,5 @@
+import TransferVocabulary
+
 /// One task's lifecycle as a value: which of URLSession's states it is in, what holds its output
 /// file (a start being prepared, a transfer in the engine, an ended attempt being settled), and what
 /// the client asked for meanwhile. `handle` takes what happened and says what to do; the caller

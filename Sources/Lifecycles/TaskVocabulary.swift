@@ -20,19 +20,3 @@ public enum SessionMode: String, Sendable, CaseIterable {
     /// Nothing on disk: its tasks vanish with the process.
     case ephemeral
 }
-
-/// The stable error codes a task completes with.
-public enum TaskErrorCode: String, Sendable, CaseIterable {
-    case cancelled, interrupted, timedOut = "timed_out", cannotFindHost = "cannot_find_host"
-    case cannotConnectToHost = "cannot_connect_to_host", networkConnectionLost = "network_connection_lost"
-    case badURL = "bad_url", unsupportedURL = "unsupported_url", tooManyRedirects = "too_many_redirects"
-    case badServerResponse = "bad_server_response", serverCertificateUntrusted = "server_certificate_untrusted"
-    case clientCertificateRejected = "client_certificate_rejected"
-    case userAuthenticationRequired = "user_authentication_required"
-    case cannotWriteToFile = "cannot_write_to_file", cannotOpenFile = "cannot_open_file"
-    case fileDoesNotExist = "file_does_not_exist", checksumMismatch = "checksum_mismatch"
-    case blockedByPolicy = "blocked_by_policy", dataLengthExceedsMaximum = "data_length_exceeds_maximum"
-    case resumeDataInvalid = "resume_data_invalid"
-    /// The origin answered ≥ 400 and the session's `fail_on_http_error` makes that a failure.
-    case httpError = "http_error"
-}

@@ -1,7 +1,7 @@
 import Postgres
-import TransferEngine
 import TransferModel
 import TransferStore
+import TransferVocabulary
 
 /// The store on PostgreSQL (cluster mode: many replicas on one database): one writer connection
 /// committing batches in groups (`PostgresWriter`), a pool of reader connections beside it.

@@ -1,6 +1,6 @@
 import Postgres
-import TransferEngine
 import TransferModel
+import TransferVocabulary
 
 /// SQL for the smaller records on PostgreSQL: blobs' rows, session cookies, idempotent replies.
 enum RecordStatements {

@@ -1,5 +1,5 @@
 import Store
-import TransferEngine
+import TransferVocabulary
 
 /// The cookies of durable sessions (`session_cookies`, migration 7), so a `default` or
 /// `background` session still has them after a restart. A session's jar is written whole when it

@@ -1,7 +1,7 @@
 import Store
-import TransferEngine
 import TransferModel
 import TransferStore
+import TransferVocabulary
 
 /// The store on SQLite: one writer thread committing batches in groups (`StoreWriter`: one
 /// transaction and one fsync for everything queued, each batch in a savepoint of its own, so a

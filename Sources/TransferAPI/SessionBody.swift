@@ -2,15 +2,14 @@ import HTTPServer
 import JSON
 import TransferCore
 import TransferModel
+import TransferVocabulary
 
 /// What a session PUT or PATCH asks for, validated the same way for both. A member the body leaves
 /// out keeps what the session has (a re-attach never resets); PATCH merges its members into what
 /// the session has (JSON Merge Patch, RFC 7396) and then validates the result as a PUT would.
 enum SessionBody {
     /// A PUT body; `existing` is the session it re-attaches to, if any.
-    static func put(_ body: JSONValue, existing: SessionState?, principal: Principal,
-                    _ coordinator: TaskCoordinator) throws(Refusal) -> TaskCoordinator.SessionRequest
-    {
+    static func put(_ body: JSONValue, existing: SessionState?, principal: Principal) throws(Refusal) -> TaskCoordinator.SessionRequest {
         var reader = try ObjectReader(body, path: "")
         var errors = FieldErrors()
         var mode = SessionMode.default
@@ -36,16 +35,14 @@ enum SessionBody {
         try errors.check { () throws(Refusal) in try reader.finish() }
         try errors.finish()
         guard let configuration else { throw Refusal.invalid("configuration", "is not valid") }
-        let settings = try coordinator.engineSettings(for: configuration, roots: principal.roots)
+        let settings = try SessionSettings(configuration, roots: principal.roots)
         return TaskCoordinator.SessionRequest(mode: mode, configuration: configuration, configurationJSON: configJSON,
                                               settings: settings, delegate: delegate, delegateSecretGenerated: generated)
     }
 
     /// A PATCH body: `configuration` and `delegate` merge patches, turned into the PUT body they
     /// make of the session as it is.
-    static func patch(_ body: JSONValue, of session: SessionState, principal: Principal,
-                      _ coordinator: TaskCoordinator) throws(Refusal) -> TaskCoordinator.SessionRequest
-    {
+    static func patch(_ body: JSONValue, of session: SessionState, principal: Principal) throws(Refusal) -> TaskCoordinator.SessionRequest {
         var reader = try ObjectReader(body, path: "")
         let configurationPatch = reader.nullableRaw("configuration")
         let delegatePatch = reader.nullableRaw("delegate")
@@ -61,7 +58,7 @@ enum SessionBody {
                 put.append(("delegate", change.map(current.merged(with:)) ?? .null))
             }
         }
-        return try self.put(.object(put), existing: session, principal: principal, coordinator)
+        return try self.put(.object(put), existing: session, principal: principal)
     }
 
     /// The configuration a re-attach keeps: that of the session it finds, unless that session is

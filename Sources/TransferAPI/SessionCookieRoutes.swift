@@ -3,6 +3,7 @@ import JSON
 import TransferCore
 import TransferEngine
 import TransferModel
+import TransferVocabulary
 
 /// `GET /v1/sessions/{identifier}/cookies`: what a session's jar holds, for an operator to see.
 /// Values are redacted unless `?values=true` (they are often credentials; not for a `read`

@@ -17,7 +17,7 @@ struct SessionRoutes {
                 let identifier = try RouteSupport.identifier(request)
                 let existing = try? coordinator.session(identifier)
                 let body = try RouteSupport.jsonBody(request, required: false) ?? .object([])
-                let put = try SessionBody.put(body, existing: existing, principal: principal, coordinator)
+                let put = try SessionBody.put(body, existing: existing, principal: principal)
                 try EntityTag.checkIfMatch(request) { existing.map(SessionRoutes.representation) }
                 SessionRoutes.put(identifier, put, coordinator, responder)
             }
@@ -30,7 +30,7 @@ struct SessionRoutes {
                     throw Refusal(.conflict, SessionLifecycle.Refusal.sessionInvalidated.rawValue,
                                   "session \(session.identifier) is invalidated or being invalidated: it cannot be changed")
                 }
-                let put = try SessionBody.patch(try RouteSupport.jsonBody(request)!, of: session, principal: principal, coordinator)
+                let put = try SessionBody.patch(try RouteSupport.jsonBody(request)!, of: session, principal: principal)
                 try EntityTag.checkIfMatch(request) { SessionRoutes.representation(session) }
                 SessionRoutes.put(session.identifier, put, coordinator, responder)
             }

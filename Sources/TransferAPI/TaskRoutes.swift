@@ -1,7 +1,6 @@
 import Digests
 import HTTPServer
 import TransferCore
-import TransferEngine
 import TransferModel
 
 /// `/v1/sessions/{identifier}/tasks…`: create (one or a batch), list, read (with `?wait=`),

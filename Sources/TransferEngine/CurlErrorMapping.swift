@@ -1,5 +1,5 @@
-import Lifecycles
 import CCurl
+import TransferVocabulary
 
 /// CURLcode → the stable error codes a task completes with. Codes curl reports for conditions we detect
 /// ourselves (policy refusals, size caps, write errors) are refined by the transfer before this.

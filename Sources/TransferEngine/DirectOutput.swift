@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import Synchronization
+import TransferVocabulary
 
 /// Writes a large download to its file with O_DIRECT (loop thread): each piece curl hands over is
 /// copied into an aligned chunk, a full chunk is written, and then handed to the file's hasher,

@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import TransferVocabulary
 
 /// The options a session's configuration adds to each of its transfers: cookies, proxy, TLS
 /// material and credentials.
@@ -82,7 +83,7 @@ extension EasyConfigurator {
         transfer.credential = credential
         switch credential.scheme {
         case .basic, .digest:
-            _ = transferd_easy_setopt_string(h, CURLOPT_USERNAME, credential.username)
+            _ = transferd_easy_setopt_string(h, CURLOPT_USERNAME, credential.username ?? "")
             _ = transferd_easy_setopt_string(h, CURLOPT_PASSWORD, credential.secret)
             // Basic alone is sent with the first request; digest answers the origin's challenge.
             let scheme = credential.scheme == .basic ? transferd_auth_basic() : transferd_auth_digest()

@@ -1,4 +1,5 @@
 import Glibc
+import TransferVocabulary
 
 /// Writing all of a buffer at an offset, as the output of a download needs it: `pwrite` until
 /// everything is written, through interruptions; a failure names its errno.

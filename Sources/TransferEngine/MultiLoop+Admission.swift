@@ -1,4 +1,5 @@
 import Reactor
+import TransferVocabulary
 
 /// Admission on a loop: sessions' settings, new transfers, and which waiting transfer starts when
 /// (`LoopAdmission` within the loop, `EngineShared` between loops).

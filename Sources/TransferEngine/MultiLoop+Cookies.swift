@@ -1,4 +1,5 @@
 import Glibc
+import TransferVocabulary
 
 /// Where a session's cookies are kept between runs (the service's store). Called on the session's
 /// loop thread with the whole jar; it must return quickly and call `done` once the cookies are

@@ -4,6 +4,7 @@ import CLinux
 import Glibc
 import Reactor
 import Synchronization
+import TransferVocabulary
 
 /// One libcurl multi handle driven by one epoll thread (curl's event-driven "multi_socket" API): curl tells us
 /// which sockets to watch (`CURLMOPT_SOCKETFUNCTION`) and when to wake (`CURLMOPT_TIMERFUNCTION`);

@@ -1,4 +1,5 @@
 import Reactor
+import TransferVocabulary
 
 /// One session on its loop: its settings, cookie jar, bandwidth bucket and groups, the transfers that wait
 /// for a slot, and the counts that decide when one opens: at most `maxConcurrentTasks` running, at

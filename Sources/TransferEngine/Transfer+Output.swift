@@ -2,6 +2,7 @@ import CCurl
 import CLinux
 import Glibc
 import Reactor
+import TransferVocabulary
 
 /// Writing the response body to the output file (loop thread): buffered through the page cache,
 /// or — for a large download, from its final response head on — with O_DIRECT (`DirectOutput`).

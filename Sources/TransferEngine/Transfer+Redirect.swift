@@ -1,4 +1,5 @@
 import CCurl
+import TransferVocabulary
 
 /// A redirect whose target needs another credential than curl would send there: the transfer
 /// stops following it inside curl and starts again at the target (`MultiLoop.restart`).

@@ -1,4 +1,5 @@
 import Glibc
+import TransferVocabulary
 
 /// What a transfer does for its session's configuration while it runs: keeping cookies, and
 /// telling refused credentials from a plain 401.

@@ -4,6 +4,7 @@ import CLinux
 import Glibc
 import Reactor
 import Synchronization
+import TransferVocabulary
 
 /// One attempt of a transfer while the engine has it, confined to its loop's thread (other threads
 /// reach it only through `EventLoop.execute`). Owns the easy handle while running and the output

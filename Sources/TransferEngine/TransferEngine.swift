@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import TransferVocabulary
 
 /// Runs transfers on a small pool of curl multi loops. Each session is pinned to one loop by its
 /// identifier, so its cookie jar, DNS and TLS caches and kept-alive connections stay on one thread.

@@ -1,27 +1,5 @@
 import Digests
-import Lifecycles
-
-/// Why an attempt failed: one of the stable error codes a task completes with (the same
-/// vocabulary the task lifecycle uses), a message, and curl's own code when curl reported it.
-public struct TransferFailure: Error, Sendable, Equatable {
-    public let code: TaskErrorCode
-    public let message: String
-    /// libcurl's CURLcode, when curl reported the failure.
-    public let curlCode: Int?
-    /// Whether trying again may succeed (connect failures, resets, timeouts).
-    public var isTransient: Bool {
-        switch code {
-        case .timedOut, .cannotConnectToHost, .networkConnectionLost, .cannotFindHost, .badServerResponse: true
-        default: false
-        }
-    }
-
-    public init(_ code: TaskErrorCode, _ message: String, curlCode: Int? = nil) {
-        self.code = code
-        self.message = message
-        self.curlCode = curlCode
-    }
-}
+import TransferVocabulary
 
 /// Why the engine was asked to stop a transfer early.
 public enum StopReason: Sendable, Equatable {

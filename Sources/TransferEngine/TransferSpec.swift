@@ -1,4 +1,5 @@
 import Digests
+import TransferVocabulary
 /// Everything one attempt of a transfer needs. The engine runs it; what to do with the outcome
 /// (retry, resume, complete the task) is the caller's business.
 public struct TransferSpec: Sendable {

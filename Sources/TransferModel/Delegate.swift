@@ -1,5 +1,5 @@
 import JSON
-import TransferEngine
+import TransferVocabulary
 
 /// A session's `delegate`: where its events are pushed, signed with its secret (Standard Webhooks).
 package struct Delegate: Sendable, Equatable {

@@ -1,23 +1,7 @@
+import TransferVocabulary
+
 /// A session's `configuration` (openapi.yaml's `SessionConfiguration`), validated, with defaults filled in.
 package struct SessionConfiguration: Sendable, Equatable {
-    package struct Cookies: Sendable, Equatable {
-        package enum Accept: String, Sendable { case always, never, sameDomain = "same_domain" }
-        package var accept: Accept = .always
-        package var send = true
-    }
-
-    /// Credentials for a host (optionally one port and a path prefix). The secret (password or
-    /// token) is never echoed, logged, or written anywhere for an ephemeral session.
-    package struct Credential: Sendable, Equatable {
-        package enum Scheme: String, Sendable { case basic, digest, bearer }
-        package var host: String
-        package var port: Int?
-        package var pathPrefix: String?
-        package var scheme: Scheme
-        package var username: String?
-        package var secret: String
-    }
-
     package struct Redirects: Sendable, Equatable {
         package var follow = true
         package var max = 16
@@ -40,11 +24,6 @@ package struct SessionConfiguration: Sendable, Equatable {
 
         /// Whether a request with `method` may be tried again after it may have reached the origin.
         package func retries(_ method: String) -> Bool { methods.contains(method) }
-    }
-
-    package struct Proxy: Sendable, Equatable {
-        package var url: String
-        package var noProxy: String?
     }
 
     /// Paths under an `--allow-path` root, read when the session is configured (and at start).
@@ -70,12 +49,14 @@ package struct SessionConfiguration: Sendable, Equatable {
     /// An origin status ≥ 400 (once retries are spent) fails the task with `http_error`, instead
     /// of completing it as URLSession does.
     package var failOnHTTPError = false
-    package var cookies = Cookies()
+    package var cookies = CookiePolicy()
+    /// The secrets (password or token) are never echoed, logged, or written anywhere for an
+    /// ephemeral session.
     package var credentials: [Credential] = []
     package var redirects = Redirects()
     package var retry = Retry()
     package var maxBytesPerSecond: Int64?
-    package var proxy: Proxy?
+    package var proxy: ProxySettings?
     package var tls: TLS?
 
     /// `waits_for_connectivity` defaults to true for background sessions only.

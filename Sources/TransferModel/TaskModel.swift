@@ -1,15 +1,17 @@
 import Digests
 import Lifecycles
+import TransferVocabulary
 
 /// URLSessionTask kinds.
 package enum TaskKind: String, Sendable, CaseIterable {
     case data, download, upload
 }
 
-// A task's state, phase and error codes are the task lifecycle's words.
+// A task's state and phase are the task lifecycle's words; its error codes, shared with the
+// engine, the vocabulary's.
 package typealias TaskState = Lifecycles.TaskState
 package typealias TaskPhase = Lifecycles.TaskPhase
-package typealias TaskErrorCode = Lifecycles.TaskErrorCode
+package typealias TaskErrorCode = TransferVocabulary.TaskErrorCode
 
 package struct TaskError: Sendable, Equatable {
     package var code: TaskErrorCode

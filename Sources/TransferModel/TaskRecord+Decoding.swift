@@ -1,5 +1,6 @@
 import Digests
 import JSON
+import TransferVocabulary
 
 /// Reads a task back from its stored document and the columns of its row. Documents stored before
 /// they left out defaults (the whole task object with `_internal`) read the same way: a member

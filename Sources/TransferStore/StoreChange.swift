@@ -1,5 +1,5 @@
-import TransferEngine
 import TransferModel
+import TransferVocabulary
 
 /// One change to the stored state, as a value: the core hands the store a list of them (a
 /// batch), and the store applies the batch atomically — all of it or, when any change fails,

@@ -1,5 +1,5 @@
-import TransferEngine
 import TransferModel
+import TransferVocabulary
 
 /// Where sessions, tasks, events, webhook attempts, blobs' records and cookies are kept. The
 /// core sees only this: writes are batches of `StoreChange` values, committed atomically and

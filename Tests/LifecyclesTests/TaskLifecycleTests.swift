@@ -1,5 +1,6 @@
 import Testing
 @testable import Lifecycles
+import TransferVocabulary
 
 /// Every state of the task machine against every event: the rows below list what each pair does;
 /// a pair not listed must be refused as invalid, leaving the value as it was.

@@ -6,6 +6,7 @@ import Reactor
 import TestSupport
 import TransferEngine
 import TransferStore
+import TransferVocabulary
 @testable import TransferCore
 @testable import TransferModel
 
@@ -63,7 +64,7 @@ final class CoreHarness: @unchecked Sendable {
         let configuration = JSONValue.object([])
         let request = TaskCoordinator.SessionRequest(
             mode: mode, configuration: try SessionConfiguration.parse(configuration), configurationJSON: configuration,
-            settings: try coordinator.engineSettings(for: try SessionConfiguration.parse(configuration), roots: coordinator.allowedRoots),
+            settings: try SessionSettings(try SessionConfiguration.parse(configuration), roots: coordinator.allowedRoots),
             delegateSecretGenerated: false)
         return try Self.wait { coordinator.putSession(identifier, request, completion: $0) }.get().0
     }

@@ -5,6 +5,7 @@ import TransferEngine
 @testable import JSON
 @testable import TransferCore
 @testable import TransferModel
+import TransferVocabulary
 
 struct ResumeDataTests {
     let key = [UInt8](repeating: 7, count: 32)

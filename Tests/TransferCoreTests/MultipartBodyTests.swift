@@ -1,6 +1,5 @@
 import Testing
 @testable import TransferCore
-import TransferEngine
 @testable import TransferModel
 
 /// Regressions found by FuzzMultipart (Tests/fuzz/corpus/FuzzMultipart/crlf-and-combining-quote).

@@ -2,6 +2,7 @@ import Testing
 @testable import JSON
 @testable import TransferCore
 @testable import TransferModel
+import TransferVocabulary
 
 func creation(_ json: String) throws(Refusal) -> TaskCreationRequest {
     try TaskCreationRequest.parse(try! JSONParser.parse(Array(json.utf8)), field: "")

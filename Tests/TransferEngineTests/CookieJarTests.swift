@@ -1,5 +1,6 @@
 import Testing
 @testable import TransferEngine
+import TransferVocabulary
 
 /// The session cookie jar against RFC 6265 §5.2–5.3, without any network.
 struct CookieJarTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import TransferEngine
+import TransferVocabulary
 
 /// Response heads as curl's header callback delivers them, and what is read from them.
 struct ResponseHeadTests {

@@ -4,6 +4,7 @@ import Reactor
 import TestSupport
 import Testing
 @testable import TransferEngine
+import TransferVocabulary
 
 /// Opens a fresh temporary file for a download and returns its descriptor and path.
 func temporaryFile() -> (Int32, String) {

@@ -4,6 +4,7 @@ import Reactor
 import TestSupport
 import Testing
 @testable import TransferEngine
+import TransferVocabulary
 
 /// Opens a download's file only when asked, and counts how often it was.
 final class FilePreparer: TransferPreparer, @unchecked Sendable {

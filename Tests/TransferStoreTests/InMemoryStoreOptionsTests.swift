@@ -1,5 +1,4 @@
 import Testing
-import TransferEngine
 @testable import TransferModel
 @testable import TransferStore
 

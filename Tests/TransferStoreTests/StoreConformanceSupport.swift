@@ -1,10 +1,10 @@
 import Glibc
 import Testing
-import TransferEngine
 @testable import PostgresStore
 @testable import SQLiteStore
 @testable import TransferModel
 @testable import TransferStore
+import TransferVocabulary
 
 /// The store implementations the conformance tests run against, each a test case of its own;
 /// PostgreSQL when `TRANSFERD_TEST_POSTGRES_URL` names a server (`make test` starts one).

@@ -1,6 +1,5 @@
 import Digests
 import Glibc
-import TransferEngine
 import TransferModel
 import TransferStore
 

@@ -1,5 +1,4 @@
 import Glibc
-import TransferEngine
 import TransferModel
 
 extension TaskCoordinator {

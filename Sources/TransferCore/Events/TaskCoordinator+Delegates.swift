@@ -2,6 +2,7 @@ import Glibc
 import TransferEngine
 import TransferModel
 import TransferStore
+import TransferVocabulary
 
 /// Delegate delivery: the coordinator's side of `DelegateChannel`.
 extension TaskCoordinator {

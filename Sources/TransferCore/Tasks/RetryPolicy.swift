@@ -1,5 +1,6 @@
 import TransferEngine
 import TransferModel
+import TransferVocabulary
 
 /// Whether and when a failed attempt is tried again (the session's `retry`,
 /// `waits_for_connectivity` and `timeout_resource_s`): transient failures — no connection, a reset, an idle timeout, a status

@@ -26,7 +26,7 @@ extension TaskCoordinator {
                 }
             case .file(let path)?:
                 let field = prefix + "upload.from_file"
-                let fd = try openSourceFile(path, field: field, roots: roots)
+                let fd = try roots.openSourceFile(path, field: field)
                 close(fd)
             case .task(let id)?:
                 let field = prefix + "upload.from_task"
@@ -40,28 +40,6 @@ extension TaskCoordinator {
                 break
             }
         }
-    }
-
-    /// Opens a `from_file` path beneath one of `roots`; 403 outside them, 422 when it is not an
-    /// existing regular file.
-    func openSourceFile(_ path: String, field: String, roots: AllowedRoots) throws(Refusal) -> Int32 {
-        let fd: Int32
-        do {
-            fd = try roots.openFile(path, flags: O_RDONLY)
-        } catch .notAllowed {
-            throw Refusal(.forbidden, "path_not_allowed", "\(path) is not inside a path the caller may use (--allow-path, or its allow_paths)", field: field)
-        } catch .missing {
-            throw Refusal(.invalid, "file_does_not_exist", "\(path) does not exist", field: field)
-        } catch {
-            throw Refusal(.invalid, "cannot_open_file", "\(path) cannot be opened", field: field)
-        }
-        // fstat on the open descriptor: what is checked is what will be read.
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            close(fd)
-            throw Refusal(.invalid, "cannot_open_file", "\(path) is not a regular file", field: field)
-        }
-        return fd
     }
 
     /// Writes the large inline bodies of durable sessions' new tasks to blob files (blocking: call
@@ -120,7 +98,7 @@ extension TaskCoordinator {
             segment = try openWhole(path, what: what)
         case .clientFile(let path)?:
             do {
-                let fd = try openSourceFile(path, field: "upload.from_file", roots: allowedRoots)
+                let fd = try allowedRoots.openSourceFile(path, field: "upload.from_file")
                 segment = .file(fd: fd, offset: 0, length: TaskCoordinator.size(of: fd))
             } catch {
                 throw TaskError(code: error.code == "file_does_not_exist" ? .fileDoesNotExist : .cannotOpenFile,

@@ -5,6 +5,7 @@ import Reactor
 import TransferEngine
 import Logging
 import TransferModel
+import TransferVocabulary
 
 extension TaskCoordinator {
     /// A transfer attempt ended (on the file-work queue): what the attempt learned goes into the

@@ -1,7 +1,6 @@
 import Digests
 import Glibc
 import Lifecycles
-import TransferEngine
 import TransferModel
 import TransferStore
 

@@ -26,7 +26,7 @@ extension TaskCoordinator {
         for row in rows {
             guard let session = sessionState(row, summary: summaries[row.identifier]) else { continue }
             registry.insert(session)
-            restoreEngine(session)
+            engineSessions.restore(session)
             restored.append(session)
         }
         // Tasks that end are completed before any other starts, so a start-up's completions are

@@ -5,6 +5,7 @@ import Reactor
 import TransferEngine
 import TransferModel
 import TransferStore
+import TransferVocabulary
 
 extension TaskCoordinator {
     /// What a session PUT asks for.
@@ -54,7 +55,7 @@ extension TaskCoordinator {
                 let secret = TaskCoordinator.apply(request, to: existing)
                 return (storedRow(existing), secret)
             }
-            configureEngine(existing, settings: request.settings, cookies: nil)
+            engineSessions.configure(existing, settings: request.settings, cookies: nil)
             persist(existing, [.upsertSession(row)]) { [self] result in
                 switch result {
                 case .success:
@@ -73,7 +74,7 @@ extension TaskCoordinator {
             switch result {
             case .success:
                 announceEphemeral(session, .upsertSession(row))
-                configureEngine(session, settings: request.settings, cookies: [])
+                engineSessions.configure(session, settings: request.settings, cookies: [])
                 registry.insert(session)
                 updateDelegateChannel(session)
                 completion(.success((session, true, secret)))

@@ -29,6 +29,8 @@ package final class TaskCoordinator: @unchecked Sendable {
     package let engine: TransferEngine
     let layout: DataLayout
     package let allowedRoots: AllowedRoots
+    /// Sessions' settings and cookie jars in the engine.
+    let engineSessions: EngineSessions
     package let limits: Limits
     let logger: Logger
     /// Signs resume data (see `ResumeData`).
@@ -86,6 +88,7 @@ package final class TaskCoordinator: @unchecked Sendable {
         self.engine = engine
         self.layout = layout
         self.allowedRoots = allowedRoots
+        engineSessions = EngineSessions(engine: engine, store: store, roots: allowedRoots, logger: logger)
         self.limits = limits
         self.logger = logger
         clock = EventLoop(name: "service-timers")

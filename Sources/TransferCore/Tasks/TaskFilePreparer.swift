@@ -2,6 +2,7 @@ import Digests
 import Lifecycles
 import Glibc
 import TransferEngine
+import TransferVocabulary
 
 /// Opens a task's files when the engine admits its transfer (on the engine's preparation queue,
 /// off the curl loops): the request body, and the output file, continued from what it holds when

@@ -1,5 +1,5 @@
 import JSON
-import TransferEngine
+import TransferVocabulary
 
 extension SessionConfiguration {
     /// Validates a `configuration` object; every field is checked, and unknown ones refused.
@@ -36,7 +36,7 @@ extension SessionConfiguration {
         try errors.check { () throws(Refusal) in
             if var c = try r.object("cookies") {
                 if let accept = try c.string("accept") {
-                    guard let a = Cookies.Accept(rawValue: accept) else {
+                    guard let a = CookiePolicy.Accept(rawValue: accept) else {
                         throw Refusal.invalid(c.field("accept"), "must be always, never or same_domain")
                     }
                     config.cookies.accept = a
@@ -109,7 +109,7 @@ extension SessionConfiguration {
     /// and PUT again fails loudly instead of replacing the secret with this text.
     package static let redacted = "<redacted>"
 
-    private static func parseProxy(_ p: inout ObjectReader) throws(Refusal) -> Proxy {
+    private static func parseProxy(_ p: inout ObjectReader) throws(Refusal) -> ProxySettings {
         let url = try p.requiredString("url", maxLength: 2048)
         guard let parts = URLParts(url), ["http", "https", "socks5", "socks5h"].contains(parts.scheme), !parts.host.isEmpty,
               !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }), !url.contains(redacted)
@@ -122,7 +122,7 @@ extension SessionConfiguration {
             throw Refusal.invalid(p.field("no_proxy"), "must be host names, domains or addresses separated by commas")
         }
         try p.finish()
-        return Proxy(url: url, noProxy: noProxy)
+        return ProxySettings(url: url, noProxy: noProxy)
     }
 
     private static func parseTLS(_ t: inout ObjectReader) throws(Refusal) -> TLS {

@@ -1,6 +1,6 @@
 import Digests
 import JSON
-import TransferEngine
+import TransferVocabulary
 
 /// A validated `POST …/tasks` body (one element of `tasks:batch`).
 package struct TaskCreationRequest: Sendable {

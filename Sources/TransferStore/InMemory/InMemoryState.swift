@@ -1,5 +1,5 @@
-import TransferEngine
 import TransferModel
+import TransferVocabulary
 
 /// Everything an `InMemoryTransferStore` holds, as one value, so that a batch can be applied to a
 /// copy kept only if every change succeeded (see `commit`, which avoids the copy where it can).

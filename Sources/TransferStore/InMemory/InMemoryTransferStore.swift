@@ -1,7 +1,7 @@
 import Dispatch
 import Reactor
-import TransferEngine
 import TransferModel
+import TransferVocabulary
 
 /// The store in memory, with the SQLite store's semantics: for sessions whose state need not
 /// survive the process (ephemeral sessions), and for testing the core without a database. A batch

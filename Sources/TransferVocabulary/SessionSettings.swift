@@ -1,6 +1,6 @@
 /// What the engine applies to every transfer of a session (a URLSessionConfiguration, as far as the
-/// engine is concerned): admission limits, bandwidth, whether its work is discretionary, cookies,
-/// credentials, TLS and proxy.
+/// engine is concerned), made from the session's configuration: admission limits, bandwidth,
+/// whether its work is discretionary, cookies, credentials, TLS and proxy.
 public struct SessionSettings: Sendable, Equatable {
     public var maxConcurrentTasks = 64
     public var maxConnectionsPerHost = 6
@@ -20,36 +20,25 @@ public struct SessionSettings: Sendable, Equatable {
 /// task's URL and sent only there: curl withholds them after a redirect to another host, port or
 /// scheme (`CURLOPT_UNRESTRICTED_AUTH` stays off).
 public struct Credential: Sendable, Equatable {
-    public enum Scheme: Sendable, Equatable { case basic, digest, bearer }
+    public enum Scheme: String, Sendable, Equatable { case basic, digest, bearer }
     /// Lower-case host name or address, as `URLParts.host` spells it.
     public var host: String
     public var port: Int?
     public var pathPrefix: String?
     public var scheme: Scheme
-    public var username: String
-    /// The password, or the bearer token.
+    /// None for a bearer token.
+    public var username: String?
+    /// The password, or the bearer token. Never echoed, logged, or written anywhere for an
+    /// ephemeral session.
     public var secret: String
 
-    public init(host: String, port: Int?, pathPrefix: String?, scheme: Scheme, username: String, secret: String) {
+    public init(host: String, port: Int?, pathPrefix: String?, scheme: Scheme, username: String?, secret: String) {
         self.host = host
         self.port = port
         self.pathPrefix = pathPrefix
         self.scheme = scheme
         self.username = username
         self.secret = secret
-    }
-
-    func applies(to url: URLParts) -> Bool {
-        guard url.host == host, port.map({ $0 == url.port }) ?? true else { return false }
-        return pathPrefix.map { CookieJar.pathMatches(url.path, $0) } ?? true
-    }
-
-    /// The credential for `url`: the most specific that applies (a port beats none, then the
-    /// longest path prefix).
-    static func best(for url: URLParts, in credentials: [Credential]) -> Credential? {
-        credentials.filter { $0.applies(to: url) }.max { a, b in
-            (a.port == nil ? 0 : 1, a.pathPrefix?.count ?? -1) < (b.port == nil ? 0 : 1, b.pathPrefix?.count ?? -1)
-        }
     }
 }
 
