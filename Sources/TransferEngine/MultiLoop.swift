@@ -178,9 +178,9 @@ final class MultiLoop: @unchecked Sendable {
             return
         }
         guard let q = sessions[handle.spec.session] else { return }
-        // One being prepared ends when its files are back (`prepared`).
+        // Waiting, being prepared or running; its lifecycle says what a stop does there.
         if let transfer = admission.removeWaiting(handle, from: q) ?? q.runningTransfer(handle) {
-            tell(transfer, .stop(reason), code: CURLE_ABORTED_BY_CALLBACK, detail: "stopped")
+            tell(transfer, .stop(reason))
         }
     }
 
