@@ -124,9 +124,10 @@ private let seekCallback: transferd_seek_callback = { userdata, offset, origin i
     return origin == SEEK_SET && transfer.seek(to: Int64(offset)) ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK
 }
 
-private let prereqCallback: transferd_prereq_callback = { clientp, _, _, _, _ in
+private let prereqCallback: transferd_prereq_callback = { clientp, remoteIP, _, remotePort, localPort in
     let transfer = Unmanaged<Transfer>.fromOpaque(clientp!).takeUnretainedValue()
-    return transfer.sends.requestBeginning() ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+    let connection = remoteIP.map { ConnectionEnds(remoteIP: String(cString: $0), remotePort: remotePort, localPort: localPort) }
+    return transfer.sends.requestBeginning(on: connection) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
 
 /// CURLOPT_OPENSOCKETFUNCTION: sees the resolved address before every connect (redirects and DNS

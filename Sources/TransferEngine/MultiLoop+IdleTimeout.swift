@@ -20,11 +20,11 @@ extension MultiLoop {
         let running = sessions.values.flatMap(\.runningList)
         for transfer in running { transfer.reportPartialWorthIfDue(now: now) }
         let idle = running.filter {
-            !$0.preparing && !$0.isPaused && !$0.awaitingChunk && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
+            $0.lifecycle.countsIdleTime && Double(now &- $0.lastActivity) / 1e9 >= $0.spec.idleTimeout
         }
-        for transfer in idle {
-            transfer.idleTimedOut = true
-            finish(transfer, code: CURLE_OPERATION_TIMEDOUT, detail: "no data moved for \(transfer.spec.idleTimeout) seconds")
+        // One finished before may have ended another on its way (an observer stopping it).
+        for transfer in idle where transfer.lifecycle.countsIdleTime {
+            tell(transfer, .idleTimeout, code: CURLE_OPERATION_TIMEDOUT, detail: "no data moved for \(transfer.spec.idleTimeout) seconds")
         }
     }
 }

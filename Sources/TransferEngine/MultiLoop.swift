@@ -41,7 +41,7 @@ final class MultiLoop: @unchecked Sendable {
         multi = OpaquePointer(curl_multi_init()!)
         events = CurlSocketEvents(multi: multi, loop: loop)
         events.start { [unowned self] context, result in
-            finish(Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue(), code: result, detail: "")
+            handleDone(Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue(), code: result, detail: "")
         }
         scheduleIdleSweep()
         loop.start()
@@ -75,15 +75,20 @@ final class MultiLoop: @unchecked Sendable {
     /// mass deletions, half a millisecond of inode search), and every other transfer of the loop
     /// would wait meanwhile. The transfer holds its slot while it is prepared.
     func start(_ transfer: Transfer) {
-        let q = transfer.session
-        // The session's TLS files could not be read: no transfer runs without them.
-        if let failure = q.settings.tls.unavailable { return refuse(transfer, failure) }
-        // Cluster mode: past the lease's deadline not even the output is opened — continuing it
-        // truncates or names a file another replica may hold by now.
-        transfer.fence = shared.fence
-        if transfer.isFenced() { return refuse(transfer, nil) }
-        guard let preparer = transfer.spec.preparer else { return launch(transfer, files: nil) }
-        transfer.preparing = true
+        if let failure = transfer.session.settings.tls.unavailable {
+            // The session's TLS files could not be read: no transfer runs without them.
+            tell(transfer, .refused(failure))
+        } else if transfer.fencePassed {
+            // Cluster mode: past the lease's deadline not even the output is opened — continuing
+            // it truncates or names a file another replica may hold by now.
+            tell(transfer, .fenced)
+        } else {
+            tell(transfer, .admitted(preparing: transfer.spec.preparer != nil))
+        }
+    }
+
+    func prepareFiles(_ transfer: Transfer) {
+        guard let preparer = transfer.spec.preparer else { return }
         // Counted as undelivered until it is back: a shutdown waits for its outcome too.
         undelivered.add(1, ordering: .relaxed)
         shared.preparations.async { [self] in
@@ -97,26 +102,21 @@ final class MultiLoop: @unchecked Sendable {
 
     /// A transfer's files are open (or could not be): it starts, unless it was stopped meanwhile.
     private func prepared(_ transfer: Transfer, _ files: Result<TransferFiles, TransferFailure>) {
-        transfer.preparing = false
         switch files {
         case .failure(let failure):
-            refuse(transfer, failure)
-        case .success(let files) where transfer.stopReason != nil:
-            // Its outcome says it never started; the files go back with it (the observer owns
-            // the output it opened).
-            transfer.holdUnstarted(files)
-            refuse(transfer, nil)
+            tell(transfer, .refused(failure))
         case .success(let files):
-            launch(transfer, files: files)
+            // Held whether or not it starts: a stopped one's outcome hands them back (the
+            // observer owns the output it opened).
+            transfer.hold(files)
+            tell(transfer, .prepared)
         }
         admitAll()
     }
 
-    private func launch(_ transfer: Transfer, files: TransferFiles?) {
+    func launch(_ transfer: Transfer) {
         let q = transfer.session
-        transfer.adopt(files)
-        transfer.loop = loop
-        transfer.writesDirect = shared.directWrites
+        transfer.adopt()
         // Under `never` with an empty jar there is nothing to send and nothing may be kept, not
         // even along this transfer's redirects: the engine stays off.
         let cookies = q.settings.cookies
@@ -124,7 +124,6 @@ final class MultiLoop: @unchecked Sendable {
         let easy = pool.take(cookieEngine: transfer.usesCookieEngine)
         counters.idleHandles.store(pool.count, ordering: .relaxed)
         transfer.easy = easy
-        transfer.running = true
         runningCount += 1
         sizeConnectionCache()
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -152,21 +151,26 @@ final class MultiLoop: @unchecked Sendable {
         transfer.handle.setPhase(.connecting)
         let rc = curl_multi_add_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
         guard rc == CURLM_OK else {
-            finish(transfer, code: CURLE_FAILED_INIT, detail: "curl_multi_add_handle: \(rc.rawValue)")
+            handleDone(transfer, code: CURLE_FAILED_INIT, detail: "curl_multi_add_handle: \(rc.rawValue)")
             return false
         }
         return true
     }
 
-    /// Ends an admitted transfer that cannot start (`failure`) or was stopped while its files were
-    /// opened (nil), before it takes a curl handle; its slot goes to the next one.
-    private func refuse(_ transfer: Transfer, _ failure: TransferFailure?) {
+    /// Ends an admitted transfer that cannot start or was stopped while its files were opened,
+    /// before it takes a curl handle; its slot goes to the next one.
+    func refuse(_ transfer: Transfer) {
         let q = transfer.session
         q.finished(transfer)
         shared.releaseSlot(from: self)
-        transfer.setupFailure = failure
         deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
         admission.offer(q)
+    }
+
+    /// Ends a transfer stopped while it waited for a slot (already out of the admission queue).
+    func withdraw(_ transfer: Transfer) {
+        publishStatistics()
+        deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
     }
 
     func stop(_ handle: TransferHandle, reason: StopReason) {
@@ -175,17 +179,10 @@ final class MultiLoop: @unchecked Sendable {
             return
         }
         guard let q = sessions[handle.spec.session] else { return }
-        if let transfer = admission.removeWaiting(handle, from: q) {
-            transfer.stopReason = reason
-            publishStatistics()
-            deliver(transfer, outcome: transfer.outcome(curlCode: nil, errorDetail: ""))
-            return
+        // Waiting, being prepared or running; its lifecycle says what a stop does there.
+        if let transfer = admission.removeWaiting(handle, from: q) ?? q.runningTransfer(handle) {
+            tell(transfer, .stop(reason))
         }
-        guard let transfer = q.runningTransfer(handle) else { return }
-        transfer.stopReason = reason
-        // One being prepared ends when its files are back (`prepared`).
-        if transfer.preparing { return }
-        finish(transfer, code: CURLE_ABORTED_BY_CALLBACK, detail: "stopped")
     }
 
     /// Forgets a session's DNS/TLS caches: the next transfer gets a fresh share handle.
@@ -239,23 +236,19 @@ final class MultiLoop: @unchecked Sendable {
         admission = LoopAdmission()
     }
 
+    /// The attempt's handle goes back: the outcome is taken from it first, then its slot is freed
+    /// and the outcome delivered.
     func finish(_ transfer: Transfer, code: CURLcode, detail: String) {
         guard let easy = transfer.easy else { return }
-        if let redirect = transfer.pendingRedirect {
-            transfer.pendingRedirect = nil
-            if transfer.stopReason == nil && code == CURLE_WRITE_ERROR { return restart(transfer, easy, at: redirect) }
-        }
         let errorBuffer = errorBuffers.removeValue(forKey: ObjectIdentifier(transfer))
         let message = errorBuffer.map { String(cString: $0) } ?? ""
         errorBuffer?.deallocate()
         let outcome = transfer.outcome(curlCode: code, errorDetail: message.isEmpty ? detail : message)
-        if code == CURLE_OK { dropConnectionWithLeftovers(easy) }
+        if code == CURLE_OK { dropConnectionWithLeftovers(easy, of: transfer) }
         curl_multi_remove_handle(UnsafeMutableRawPointer(multi), UnsafeMutableRawPointer(easy))
         if let list = transfer.headerList { curl_slist_free_all(list) }
         transfer.headerList = nil
         transfer.easy = nil
-        transfer.running = false
-        pacer.forget(transfer)
         runningCount -= 1
         sizeConnectionCache()
         pool.give(easy, cookieEngine: transfer.usesCookieEngine)

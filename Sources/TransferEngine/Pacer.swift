@@ -1,4 +1,3 @@
-import CCurl
 import Reactor
 
 /// Holds transfers to their session's `max_bytes_per_second` (a bucket confined to the loop), to
@@ -60,7 +59,7 @@ final class Pacer {
     /// tick finds room, and the callback must return curl's pause code.
     func mayMove(_ transfer: Transfer) -> Bool {
         if available(for: transfer.session, now: MonotonicClock.now()) { return true }
-        transfer.isPaused = true
+        transfer.note(.paused(.pacer))
         paused.append(transfer)
         startTicking()
         return false
@@ -73,10 +72,8 @@ final class Pacer {
         for group in session.groups { group.consume(bytes) }
     }
 
-    /// A transfer ends: it is no longer resumed.
+    /// A paused transfer's handle ends or starts again: it is no longer resumed.
     func forget(_ transfer: Transfer) {
-        guard transfer.isPaused else { return }
-        transfer.isPaused = false
         paused.removeAll { $0 === transfer }
     }
 
@@ -99,16 +96,12 @@ final class Pacer {
         ticking = false
         let waiting = paused
         paused = []
-        for transfer in waiting where transfer.isPaused {
-            guard let easy = transfer.easy else { continue }
-            let now = MonotonicClock.now()
-            guard available(for: transfer.session, now: now) else {
+        for transfer in waiting where transfer.lifecycle.isPaused(by: .pacer) {
+            guard available(for: transfer.session, now: MonotonicClock.now()) else {
                 paused.append(transfer)
                 continue
             }
-            transfer.isPaused = false
-            transfer.lastActivity = now
-            _ = transferd_easy_unpause(UnsafeMutableRawPointer(easy))
+            transfer.handle.loop.tell(transfer, .unpaused(.pacer))
         }
         if !paused.isEmpty { startTicking() }
     }

@@ -25,14 +25,16 @@ struct RequestSends: Equatable {
     /// A re-send was refused: the attempt ended there.
     private(set) var refusedResend = false
     /// A response byte arrived since the last request began.
-    private var answered = true
+    private(set) var answered = true
+    /// The connection the last request went out on, as curl named it before sending.
+    private(set) var connection: ConnectionEnds?
 
     init(limit: Int) {
         self.limit = limit
     }
 
-    /// curl is about to send a request: whether it may.
-    mutating func requestBeginning() -> Bool {
+    /// curl is about to send a request on `connection`: whether it may.
+    mutating func requestBeginning(on connection: ConnectionEnds? = nil) -> Bool {
         if begun > 0 && !answered {
             guard resends < limit else {
                 refusedResend = true
@@ -42,6 +44,7 @@ struct RequestSends: Equatable {
         }
         begun += 1
         answered = false
+        self.connection = connection
         return true
     }
 

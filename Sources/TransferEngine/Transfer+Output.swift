@@ -13,9 +13,15 @@ extension Transfer {
     /// (`StopReason.fenced`). The handle's flag matters once a renewal has moved the replica's
     /// deadline on again: the sessions it lost were let go first, their transfers fenced.
     func isFenced() -> Bool {
-        guard let fence, handle.isFenced || !fence.permitsNow else { return false }
-        stopReason = .fenced
+        guard fencePassed else { return false }
+        note(.fenced)
         return true
+    }
+
+    /// Cluster mode: the lease's deadline for writes to the output has passed (`WriteFence`).
+    var fencePassed: Bool {
+        guard let fence = handle.loop.shared.fence else { return false }
+        return handle.isFenced || !fence.permitsNow
     }
 
     /// The `.file` case of the write callback (`now`: monotonic ns); false (with `writeFailure`)
@@ -48,7 +54,7 @@ extension Transfer {
     /// The final response announces `length` more bytes: at `DirectOutput.minimumLength` or more
     /// they are written with O_DIRECT, unless the file system or the process-wide limit says no.
     func beginDirectOutput(expecting length: Int64) {
-        guard writesDirect, direct == nil, case .file = files.output, length >= DirectOutput.minimumLength else { return }
+        guard handle.loop.shared.directWrites, direct == nil, case .file = files.output, length >= DirectOutput.minimumLength else { return }
         let hasher = hasher
         direct = DirectOutput.open(file: outputFD, at: writeOffset) { chunk in
             if let hasher { hasher.stage(chunk) } else { chunk.pool?.give(chunk) }
@@ -56,20 +62,22 @@ extension Transfer {
     }
 
     /// Whether the direct output can take a piece of `count` bytes now; if not, the transfer
-    /// pauses until the hasher gives a chunk back (`resumeAfterChunk`).
+    /// pauses until the hasher gives a chunk back: the paused piece is offered again then, on the
+    /// loop (outside curl's callbacks: unpausing may hand it to the write callback at once).
     func hasRoom(in direct: DirectOutput, for count: Int) -> Bool {
         // Held by the pool only until a chunk comes back or the output closes (which every end
         // of the attempt does), so the transfer it holds is let go.
-        if direct.hasRoom(for: count, orWait: { [self, loop] in loop?.execute { self.resumeAfterChunk() } }) { return true }
-        awaitingChunk = true
+        let multi = handle.loop
+        if direct.hasRoom(for: count, orWait: { [self] in multi.loop.execute { multi.tell(self, .unpaused(.directOutput)) } }) {
+            return true
+        }
+        note(.paused(.directOutput))
         return false
     }
 
-    /// A chunk came back: the paused piece is offered again (outside curl's callbacks: unpausing
-    /// may hand it to the write callback at once).
-    private func resumeAfterChunk() {
-        guard awaitingChunk, let easy else { return }
-        awaitingChunk = false
+    /// curl hands the paused piece over again; the time paused is not idle time.
+    func unpause() {
+        guard let easy else { return }
         lastActivity = MonotonicClock.now()
         _ = transferd_easy_unpause(UnsafeMutableRawPointer(easy))
     }
@@ -80,9 +88,8 @@ extension Transfer {
     func closeDirectOutput() -> TransferFailure? {
         guard let direct else { return nil }
         self.direct = nil
-        awaitingChunk = false
         writebackOffset = writeOffset
-        if stopReason == .fenced || isFenced() {
+        if lifecycle.stopReason == .fenced || isFenced() {
             direct.abandon()
             return nil
         }

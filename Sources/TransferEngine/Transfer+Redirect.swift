@@ -3,7 +3,7 @@ import TransferVocabulary
 
 /// A redirect whose target needs another credential than curl would send there: the transfer
 /// stops following it inside curl and starts again at the target (`MultiLoop.restart`).
-struct CredentialRedirect {
+struct CredentialRedirect: Equatable, Sendable {
     var url: String
     var method: String
     var sendsBody: Bool
@@ -17,7 +17,7 @@ struct CredentialRedirect {
 /// the transfer ends that hop and starts again at the target, as its new first URL.
 extension Transfer {
     /// Whether the redirect to `target` (answered with `status`) is followed by a restart, set
-    /// up in `pendingRedirect`; false leaves the redirect to curl.
+    /// up in the lifecycle; false leaves the redirect to curl.
     func restartsForCredential(to target: String, status: Int) -> Bool {
         let credentials = session.settings.credentials
         guard !credentials.isEmpty, let to = URLParts(target), to.isHTTP, let easy,
@@ -37,7 +37,7 @@ extension Transfer {
             sendsBody = false
         }
         redirectsBefore += followed + 1
-        pendingRedirect = CredentialRedirect(url: target, method: method, sendsBody: sendsBody)
+        note(.redirect(CredentialRedirect(url: target, method: method, sendsBody: sendsBody)))
         return true
     }
 

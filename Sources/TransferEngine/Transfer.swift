@@ -8,7 +8,8 @@ import TransferVocabulary
 
 /// One attempt of a transfer while the engine has it, confined to its loop's thread (other threads
 /// reach it only through `EventLoop.execute`). Owns the easy handle while running and the output
-/// descriptor until the outcome is delivered.
+/// descriptor until the outcome is delivered; where it is in its life is `lifecycle`, changed only
+/// through it (`MultiLoop.tell`, or `note` inside curl's callbacks).
 final class Transfer: @unchecked Sendable {
     let handle: TransferHandle
     let observer: TransferObserver
@@ -22,13 +23,11 @@ final class Transfer: @unchecked Sendable {
     var spec: TransferSpec { handle.spec }
     var easy: OpaquePointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
-    var running = false
+    var lifecycle = TransferLifecycle()
     /// Admission order; changes when a client re-prioritizes the task while it waits.
     var priority: Double
     /// Set while running when the session or the engine limits bandwidth.
     var pacer: Pacer?
-    /// Paused by the pacer (not idle: the idle timeout does not count this time).
-    var isPaused = false
     /// The credential offered to the request's host, if any.
     var credential: Credential?
     /// This request: the task's URL and method, or a redirect's that curl was not left to follow
@@ -37,12 +36,8 @@ final class Transfer: @unchecked Sendable {
     var requestMethod: String
     var sendsBody = true
     var redirectsBefore = 0
-    var pendingRedirect: CredentialRedirect?
     /// The easy handle has curl's cookie engine on (the pool keeps such handles apart).
     var usesCookieEngine = false
-    /// Why the transfer could not even start (the session's TLS files are unreadable, its files
-    /// cannot be opened).
-    var setupFailure: TransferFailure?
     /// The spec's body, output and resume until admission, then what its preparer opened.
     private(set) var files: TransferFiles
 
@@ -54,14 +49,6 @@ final class Transfer: @unchecked Sendable {
     var writebackOffset: Int64 = 0
     /// A large download's O_DIRECT writer, from its final response head on.
     var direct: DirectOutput?
-    /// Paused until the hasher gives a chunk back to `direct` (not idle either).
-    var awaitingChunk = false
-    /// This transfer's loop, for what other threads hand back to it.
-    var loop: EventLoop?
-    /// The engine lets a large download be written with O_DIRECT.
-    var writesDirect = false
-    /// Cluster mode: the lease's deadline for writes to the output (`WriteFence`).
-    var fence: WriteFence?
     private var memoryBody: [UInt8] = []
     private var received: Int64 = 0
     /// Hashes the output file a step behind the writes (`spec.digests`), from admission on.
@@ -85,7 +72,6 @@ final class Transfer: @unchecked Sendable {
 
     /// When a byte last moved (monotonic ns), for the idle timeout.
     var lastActivity: UInt64 = MonotonicClock.now()
-    var idleTimedOut = false
     /// When it was admitted (monotonic ns), and whether its output was reported worth keeping.
     private var admittedAt: UInt64 = 0
     private var partialWorthReported = false
@@ -96,10 +82,6 @@ final class Transfer: @unchecked Sendable {
     var serverRequestedClientCertificate = false
     var writeFailure: TransferFailure?
     private var readFailure: TransferFailure?
-    var stopReason: StopReason?
-    /// Admitted, its files being opened off the loop (`MultiLoop.start`): it holds its slot but no
-    /// curl handle yet.
-    var preparing = false
 
     init(handle: TransferHandle, observer: TransferObserver, policy: NetworkPolicy, session: SessionQueue, counters: LoopCounters) {
         self.handle = handle
@@ -115,14 +97,13 @@ final class Transfer: @unchecked Sendable {
         sends = RequestSends(limit: handle.spec.resendLimit)
     }
 
-    /// Stopped while its files were opened: it only holds them, to hand them back with its
-    /// outcome (no output set up, no hasher started for a transfer that never starts).
-    func holdUnstarted(_ prepared: TransferFiles) { files = prepared }
+    /// The files its preparer opened: held from now on, to go back with its outcome whether or not
+    /// it starts (no output is set up for a transfer stopped meanwhile).
+    func hold(_ prepared: TransferFiles) { files = prepared }
 
-    /// Admitted: takes the files its preparer opened (without a preparer, the spec's) and sets up
-    /// the output and its hasher. Nothing of this exists while the transfer waits.
-    func adopt(_ prepared: TransferFiles?) {
-        if let prepared { files = prepared }
+    /// Launched: sets up the output and its hasher from its files (its preparer's, or the spec's).
+    /// Nothing of this exists while the transfer waits.
+    func adopt() {
         lastActivity = MonotonicClock.now()
         admittedAt = lastActivity
         if case .file(let fd, let offset) = files.output {
@@ -142,7 +123,7 @@ final class Transfer: @unchecked Sendable {
     /// by the loop's sweep rather than per write, so the hot path pays nothing and a download
     /// whose origin went quiet after its first bytes is still named a second on.
     func reportPartialWorthIfDue(now: UInt64) {
-        guard spec.reportsPartialWorth, !partialWorthReported, !preparing, outputFD >= 0 else { return }
+        guard spec.reportsPartialWorth, !partialWorthReported, lifecycle.isRunning, outputFD >= 0 else { return }
         let announced = finalResponse.map { head in head.expectedContentLength.map { $0 + (resumedAtOffset ?? 0) } ?? .max }
         guard PartialWorth.isWorthKeeping(written: writeOffset, running: now &- admittedAt, announced: announced) else { return }
         partialWorthReported = true
@@ -343,9 +324,18 @@ final class Transfer: @unchecked Sendable {
 
     // MARK: outcome
 
-    /// Builds the outcome once curl is done with the easy handle (or the transfer was stopped).
+    /// Tells the lifecycle what happened inside a curl callback, where nothing may be done to
+    /// curl: such an event only changes the state.
+    func note(_ event: TransferLifecycle.Event) {
+        let transition = lifecycle.handle(event)
+        assert(transition == .perform([]), "\(event) inside a callback: \(transition)")
+    }
+
+    /// Builds the outcome once the lifecycle ended, before the easy handle (if any) goes back.
     func outcome(curlCode: CURLcode?, errorDetail: String) -> TransferOutcome {
         let closeFailure = closeDirectOutput()
+        let ending = lifecycle.ending
+        let stopReason = lifecycle.stopReason
         var outcome = TransferOutcome()
         outcome.response = finalResponse
         outcome.resumedAtOffset = resumedAtOffset
@@ -353,7 +343,7 @@ final class Transfer: @unchecked Sendable {
         outcome.declaredDigests = declaredDigests
         if let from = hasher?.continuedFrom, from > 0 { outcome.digestsContinuedFrom = from }
         outcome.stopReason = stopReason
-        outcome.started = running
+        outcome.started = ending?.started ?? false
         outcome.requestSent = sends.requestMayHaveReachedOrigin
         outcome.resends = sends.resends
         switch files.output {
@@ -372,13 +362,13 @@ final class Transfer: @unchecked Sendable {
         if let stopReason {
             outcome.failure = TransferFailure(stopReason == .resourceTimeout ? .timedOut : .cancelled,
                                               stopReason == .resourceTimeout ? "the task's resource timeout passed" : "stopped")
-        } else if let setupFailure {
-            outcome.failure = setupFailure
+        } else if case .refused(let failure)? = ending {
+            outcome.failure = failure
         } else if let code = curlCode, code != CURLE_OK {
             if let blockedAddress {
                 outcome.failure = TransferFailure(.blockedByPolicy, "connecting to \(blockedAddress) is refused by the network policy",
                                                   curlCode: Int(code.rawValue))
-            } else if idleTimedOut {
+            } else if ending == .idle {
                 outcome.failure = TransferFailure(.timedOut, "no data moved for \(spec.idleTimeout) seconds", curlCode: Int(code.rawValue))
             } else if sends.refusedResend {
                 outcome.failure = TransferFailure(.networkConnectionLost,
@@ -400,15 +390,4 @@ final class Transfer: @unchecked Sendable {
     }
 
     private var effectiveURL: String? { easy.flatMap { CurlInfo.string($0, CURLINFO_EFFECTIVE_URL) } }
-}
-
-/// `Content-Range: bytes 100-199/1000` → 100.
-enum ContentRange {
-    static func start(_ header: String) -> Int64? {
-        let trimmed = header.trimmed()
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = trimmed.dropFirst(6)
-        guard let dash = spec.firstIndex(of: "-") else { return nil }
-        return Int64(spec[..<dash])
-    }
 }
