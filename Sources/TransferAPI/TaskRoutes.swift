@@ -90,15 +90,19 @@ struct TaskRoutes {
                     }
                     kind = k
                 }
-                let page = try coordinator.listTasks(session, after: after, state: state, kind: kind, limit: limit)
-                responder.respond(RouteSupport.json { json in
-                    json.beginObject()
-                    json.key("tasks"); json.beginArray()
-                    for r in page.tasks { r.encode(into: &json) }
-                    json.endArray()
-                    Pagination.writeNext(page.next.map(String.init), into: &json)
-                    json.endObject()
-                })
+                coordinator.listTasks(session, after: after, state: state, kind: kind, limit: limit) { result in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        let page = try result.get()
+                        responder.respond(RouteSupport.json { json in
+                            json.beginObject()
+                            json.key("tasks"); json.beginArray()
+                            for r in page.tasks { r.encode(into: &json) }
+                            json.endArray()
+                            Pagination.writeNext(page.next.map(String.init), into: &json)
+                            json.endObject()
+                        })
+                    }
+                }
             }
         }
         // In cluster mode a completed task of a session another replica holds is answered from
@@ -122,8 +126,12 @@ struct TaskRoutes {
                     wait = s
                 }
                 if wait == 0 {
-                    let representation = try coordinator.taskJSON(session, id)
-                    responder.respond(EntityTag.notModified(request, representation) ?? EntityTag.reply(representation))
+                    coordinator.taskJSON(session, id) { result in
+                        RouteSupport.answer(responder) { () throws(Refusal) in
+                            let representation = try result.get()
+                            responder.respond(EntityTag.notModified(request, representation) ?? EntityTag.reply(representation))
+                        }
+                    }
                     return
                 }
                 coordinator.waitForTask(session, id, seconds: wait) { result in
@@ -139,9 +147,10 @@ struct TaskRoutes {
                 let priority = try body.number("priority", in: 0...1)
                 let description = try body.nullableString("description", maxLength: 4096)
                 try body.finish()
-                try TaskRoutes.checkIfMatch(request, session, coordinator)
-                coordinator.update(session, request.parameters["task"] ?? "", priority: priority, description: description) { result in
-                    TaskRoutes.respond(result, responder)
+                try TaskRoutes.whenIfMatchHolds(request, session, coordinator, responder) {
+                    coordinator.update(session, request.parameters["task"] ?? "", priority: priority, description: description) { result in
+                        TaskRoutes.respond(result, responder)
+                    }
                 }
             }
         }
@@ -149,11 +158,12 @@ struct TaskRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                try TaskRoutes.checkIfMatch(request, session, coordinator)
-                coordinator.delete(session, request.parameters["task"] ?? "") { result in
-                    switch result {
-                    case .success: responder.respond(HTTPResponse(status: 204))
-                    case .failure(let error): responder.respond(error.response)
+                try TaskRoutes.whenIfMatchHolds(request, session, coordinator, responder) {
+                    coordinator.delete(session, request.parameters["task"] ?? "") { result in
+                        switch result {
+                        case .success: responder.respond(HTTPResponse(status: 204))
+                        case .failure(let error): responder.respond(error.response)
+                        }
                     }
                 }
             }
@@ -198,11 +208,20 @@ struct TaskRoutes {
         }
     }
 
-    /// `If-Match` against the task the path names, as it is now.
-    static func checkIfMatch(_ request: HTTPRequest, _ session: SessionState, _ coordinator: TaskCoordinator) throws(Refusal) {
-        // A task that is gone fails the precondition; a store that cannot be read is no answer to it.
-        try EntityTag.checkIfMatch(request) { () throws(Refusal) -> [UInt8]? in
-            try Refusal.absentIfNotFound { () throws(Refusal) in try coordinator.taskJSON(session, request.parameters["task"] ?? "") }
+    /// Runs `then` once `If-Match` holds against the task the path names, as it is now: at once
+    /// without the header, else once the task is read — later, on the store's readers, when it must
+    /// be read from the store. A refusal after the read is answered through `responder`.
+    static func whenIfMatchHolds(_ request: HTTPRequest, _ session: SessionState, _ coordinator: TaskCoordinator, _ responder: Responder,
+                                 _ then: @escaping @Sendable () throws(Refusal) -> Void) throws(Refusal)
+    {
+        guard request.headers["if-match"] != nil else { return try then() }
+        coordinator.taskJSON(session, request.parameters["task"] ?? "") { current in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                // A task that is gone fails the precondition; a store that cannot be read is no answer to it.
+                let representation = try Refusal.absentIfNotFound { () throws(Refusal) in try current.get() }
+                try EntityTag.checkIfMatch(request) { representation }
+                try then()
+            }
         }
     }
 
