@@ -81,6 +81,24 @@ extension TaskCoordinator {
     }
 
 
+    /// Runs `reads` — a lookup that may read the shared store — on the store's readers, and hands
+    /// `answer` its result there.
+    func offLoop<T>(_ reads: @escaping @Sendable () throws(Refusal) -> T, answer: @escaping @Sendable (Result<T, Refusal>) -> Void) {
+        store.submitRead { answer(Result { () throws(Refusal) in try reads() }) }
+    }
+
+    /// `taskCounts(where:)` for a caller on an event loop: in cluster mode it reads the store.
+    package func taskCounts(where visible: @escaping @Sendable (String) -> Bool, answer: @escaping @Sendable ([TaskState: Int]) -> Void) {
+        guard sharesStore else { return answer(taskCounts(where: visible)) }
+        store.submitRead { [self] in answer(taskCounts(where: visible)) }
+    }
+
+    /// `listedSessions()` for a caller on an event loop: in cluster mode it reads the store.
+    package func listedSessions(answer: @escaping @Sendable (Result<[SessionState], Refusal>) -> Void) {
+        guard sharesStore else { return answer(.success(registry.all)) }
+        offLoop({ [self] () throws(Refusal) in try listedSessions() }, answer: answer)
+    }
+
     /// Tasks by state across the sessions whose identifiers `visible` accepts (every session by
     /// default), for `/v1/stats` and task quotas.
     package func taskCounts(where visible: (String) -> Bool = { _ in true }) -> [TaskState: Int] {
