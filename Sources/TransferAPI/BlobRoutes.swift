@@ -15,8 +15,8 @@ struct BlobRoutes {
             var declared: Int64?
             if case .length(let n) = request.head.framing { declared = Int64(n) }
             return try BlobUploadSink(blobs: blobs, principal: principal.name, maxBytes: maxBlobBytes, declaredLength: declared,
-                                      admit: { sha256, responder, store in
-                                          ledger.guarded(request, principal, responder, bodyHash: sha256, store)
+                                      admit: { sha256, responder, discard, store in
+                                          ledger.guarded(request, principal, responder, bodyHash: sha256, declined: discard, store)
                                       }) { work in
                 coordinator.fileWork.async(execute: work)
             }

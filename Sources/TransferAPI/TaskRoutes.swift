@@ -15,19 +15,26 @@ struct TaskRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                var creations = [try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")]
-                creations[0].traceparent = TaskRoutes.traceparent(request)
+                var creation = try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")
+                creation.traceparent = TaskRoutes.traceparent(request)
                 let claim = try TaskRoutes.idempotencyClaim(request)
-                // A retry gets the first reply whatever changed since: never refused for a quota.
-                if let claim, let replayed = try coordinator.replay(in: session, claim) {
-                    return TaskRoutes.respond(replayed, in: session, responder)
+                let create: @Sendable () throws(Refusal) -> Void = { [creation] () throws(Refusal) in
+                    var creations = [creation]
+                    let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
+                    coordinator.createTasks(in: session, creations, idempotency: claim) { result in
+                        release()
+                        switch result {
+                        case .success(let outcome): TaskRoutes.respond(outcome, in: session, responder)
+                        case .failure(let error): responder.respond(error.response)
+                        }
+                    }
                 }
-                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
-                coordinator.createTasks(in: session, creations, idempotency: claim) { result in
-                    release()
-                    switch result {
-                    case .success(let outcome): TaskRoutes.respond(outcome, in: session, responder)
-                    case .failure(let error): responder.respond(error.response)
+                guard let claim else { return try create() }
+                // A retry gets the first reply whatever changed since: never refused for a quota.
+                coordinator.replay(in: session, claim) { replay in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        guard let replayed = try replay.get() else { return try create() }
+                        TaskRoutes.respond(replayed, in: session, responder)
                     }
                 }
             }
