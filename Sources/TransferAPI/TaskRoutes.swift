@@ -18,22 +18,22 @@ struct TaskRoutes {
                 var creation = try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")
                 creation.traceparent = TaskRoutes.traceparent(request)
                 let claim = try TaskRoutes.idempotencyClaim(request)
-                let create: @Sendable () throws(Refusal) -> Void = { [creation] () throws(Refusal) in
-                    var creations = [creation]
-                    let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
-                    coordinator.createTasks(in: session, creations, idempotency: claim) { result in
-                        release()
-                        switch result {
-                        case .success(let outcome): TaskRoutes.respond(outcome, in: session, responder)
-                        case .failure(let error): responder.respond(error.response)
+                let create: @Sendable () -> Void = { [creation] in
+                    TaskRoutes.check([creation], in: session, for: principal, coordinator, responder) { creations, release in
+                        coordinator.createTasks(in: session, creations, idempotency: claim) { result in
+                            release()
+                            switch result {
+                            case .success(let outcome): TaskRoutes.respond(outcome, in: session, responder)
+                            case .failure(let error): responder.respond(error.response)
+                            }
                         }
                     }
                 }
-                guard let claim else { return try create() }
+                guard let claim else { return create() }
                 // A retry gets the first reply whatever changed since: never refused for a quota.
                 coordinator.replay(in: session, claim) { replay in
                     RouteSupport.answer(responder) { () throws(Refusal) in
-                        guard let replayed = try replay.get() else { return try create() }
+                        guard let replayed = try replay.get() else { return create() }
                         TaskRoutes.respond(replayed, in: session, responder)
                     }
                 }
@@ -56,23 +56,24 @@ struct TaskRoutes {
                     creation.traceparent = traceparent
                     creations.append(creation)
                 }
-                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
-                coordinator.createTasks(in: session, creations, idempotency: nil) { result in
-                    release()
-                    switch result {
-                    case .success(.created(let created)):
-                        var body: [UInt8] = Array(#"{"tasks":["#.utf8)
-                        body.reserveCapacity(created.reduce(16) { $0 + $1.reply.count + 1 })
-                        for (i, reply) in created.map(\.reply).enumerated() {
-                            if i > 0 { body.append(0x2C) }
-                            body.append(contentsOf: reply)
+                TaskRoutes.check(creations, in: session, for: principal, coordinator, responder) { creations, release in
+                    coordinator.createTasks(in: session, creations, idempotency: nil) { result in
+                        release()
+                        switch result {
+                        case .success(.created(let created)):
+                            var body: [UInt8] = Array(#"{"tasks":["#.utf8)
+                            body.reserveCapacity(created.reduce(16) { $0 + $1.reply.count + 1 })
+                            for (i, reply) in created.map(\.reply).enumerated() {
+                                if i > 0 { body.append(0x2C) }
+                                body.append(contentsOf: reply)
+                            }
+                            body.append(contentsOf: Array("]}".utf8))
+                            responder.respond(.json(body, status: 201))
+                        case .success(.replayed):
+                            responder.respond(Refusal(.internalError, "internal_error", "unexpected replay").response)
+                        case .failure(let error):
+                            responder.respond(error.response)
                         }
-                        body.append(contentsOf: Array("]}".utf8))
-                        responder.respond(.json(body, status: 201))
-                    case .success(.replayed):
-                        responder.respond(Refusal(.internalError, "internal_error", "unexpected replay").response)
-                    case .failure(let error):
-                        responder.respond(error.response)
                     }
                 }
             }
@@ -175,6 +176,23 @@ struct TaskRoutes {
                 }
             }
         }
+    }
+
+    /// Hands `create` the creations once they passed `check`, with its release: at once, or — when
+    /// checking reads the store — on the store's readers, so the loop does not wait for it. A
+    /// refusal is answered.
+    static func check(_ creations: [TaskCreationRequest], in session: SessionState, for principal: Principal, _ coordinator: TaskCoordinator,
+                      _ responder: Responder, then create: @escaping @Sendable ([TaskCreationRequest], _ release: @escaping @Sendable () -> Void) -> Void)
+    {
+        let checked: @Sendable () -> Void = {
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                var creations = creations
+                let release = try check(&creations, in: session, for: principal, coordinator)
+                create(creations, release)
+            }
+        }
+        guard coordinator.checkingReadsStore(creations, countsQuota: principal.limits.maxUnfinishedTasks != nil) else { return checked() }
+        coordinator.onReaders(checked)
     }
 
     /// Everything a creation must pass before it is attempted: its `resume_data`, its paths

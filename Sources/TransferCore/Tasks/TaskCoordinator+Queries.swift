@@ -81,22 +81,32 @@ extension TaskCoordinator {
     }
 
 
-    /// Runs `reads` — a lookup that may read the shared store — on the store's readers, and hands
-    /// `answer` its result there.
-    func offLoop<T>(_ reads: @escaping @Sendable () throws(Refusal) -> T, answer: @escaping @Sendable (Result<T, Refusal>) -> Void) {
-        store.submitRead { answer(Result { () throws(Refusal) in try reads() }) }
+    /// Runs `work`, which reads the store, on the store's readers.
+    package func onReaders(_ work: @escaping @Sendable () -> Void) {
+        store.submitRead(work)
     }
 
     /// `taskCounts(where:)` for a caller on an event loop: in cluster mode it reads the store.
     package func taskCounts(where visible: @escaping @Sendable (String) -> Bool, answer: @escaping @Sendable ([TaskState: Int]) -> Void) {
         guard sharesStore else { return answer(taskCounts(where: visible)) }
-        store.submitRead { [self] in answer(taskCounts(where: visible)) }
+        onReaders { [self] in answer(taskCounts(where: visible)) }
     }
 
     /// `listedSessions()` for a caller on an event loop: in cluster mode it reads the store.
     package func listedSessions(answer: @escaping @Sendable (Result<[SessionState], Refusal>) -> Void) {
         guard sharesStore else { return answer(.success(registry.all)) }
-        offLoop({ [self] () throws(Refusal) in try listedSessions() }, answer: answer)
+        onReaders { [self] in answer(Result { () throws(Refusal) in try listedSessions() }) }
+    }
+
+    /// Whether checking these creations reads the store: a blob or another task as a body does,
+    /// and in cluster mode so does a quota (it counts the sessions other replicas hold).
+    package func checkingReadsStore(_ requests: [TaskCreationRequest], countsQuota: Bool) -> Bool {
+        (countsQuota && sharesStore) || requests.contains {
+            switch $0.body {
+            case .blob?, .task?: true
+            case .file?, .inline?, nil: false
+            }
+        }
     }
 
     /// Tasks by state across the sessions whose identifiers `visible` accepts (every session by
