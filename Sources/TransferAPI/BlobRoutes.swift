@@ -24,17 +24,25 @@ struct BlobRoutes {
         table.add("GET", "/v1/blobs/{blob}", .blob) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
-                let blob = try coordinator.blob(request.parameters["blob"] ?? "")
-                responder.respond(RouteSupport.json { blob.encode(into: &$0) })
+                coordinator.blob(request.parameters["blob"] ?? "") { found in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        let blob = try found.get()
+                        responder.respond(RouteSupport.json { blob.encode(into: &$0) })
+                    }
+                }
             }
         }
         table.add("DELETE", "/v1/blobs/{blob}", .blob) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
-                coordinator.deleteBlob(try coordinator.blob(request.parameters["blob"] ?? "")) { result in
-                    switch result {
-                    case .success: responder.respond(HTTPResponse(status: 204))
-                    case .failure(let error): responder.respond(error.response)
+                coordinator.blob(request.parameters["blob"] ?? "") { found in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        coordinator.deleteBlob(try found.get()) { result in
+                            switch result {
+                            case .success: responder.respond(HTTPResponse(status: 204))
+                            case .failure(let error): responder.respond(error.response)
+                            }
+                        }
                     }
                 }
             }
