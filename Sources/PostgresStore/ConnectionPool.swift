@@ -10,7 +10,7 @@ final class ConnectionPool: @unchecked Sendable {
     private let idle = Locked<[PostgresConnection]>([])
     /// Idle connections kept beyond this are closed: a burst of reads must not hold the server's
     /// connections for ever.
-    private let keep: Int
+    let keep: Int
 
     init(connector: Connector, keep: Int = 8) {
         self.connector = connector

@@ -18,6 +18,9 @@ package final class PostgresTransferStore: TransferStore {
     private let writer: PostgresWriter
     /// For reads and the lease statements (`SessionLeases.swift`).
     let pool: ConnectionPool
+    /// Reads for callers that must not wait (`submitRead`): as many at once as the pool keeps
+    /// connections, so that queued reads reuse them rather than connect.
+    private let readers: StoreReaders
     /// Set in cluster mode: batches are checked against this replica's leases.
     private let fence: LeaseFence?
 
@@ -36,6 +39,7 @@ package final class PostgresTransferStore: TransferStore {
         try PostgresSchema.migrate(PostgresConnection(url: url))
         writer = PostgresWriter(connector: connector, connection: try connector.connect(), observeCommit: observeCommit)
         pool = ConnectionPool(connector: connector)
+        readers = StoreReaders(width: pool.keep)
     }
 
     package func close() { writer.close() }
@@ -44,6 +48,8 @@ package final class PostgresTransferStore: TransferStore {
     package func isAvailable() -> Bool {
         (try? pool.withConnection { try $0.query("SELECT 1").count }) == 1
     }
+
+    package func submitRead(_ read: @escaping @Sendable () -> Void) { readers.submit(read) }
 
     package func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
         let fence = fence

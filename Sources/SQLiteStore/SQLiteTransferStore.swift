@@ -9,6 +9,9 @@ import TransferVocabulary
 package final class SQLiteTransferStore: TransferStore {
     private let writer: StoreWriter
     private let reader: StoreReader
+    /// Reads for callers that must not wait (`submitRead`). WAL readers do not wait for one
+    /// another or for the writer; a few at once keep the disk busy without a thread per request.
+    private let readers = StoreReaders(width: 4)
 
     /// `observeCommit` is told how long each group commit took, in nanoseconds (for the metrics).
     package init(path: String, observeCommit: @escaping @Sendable (UInt64) -> Void = { _ in }) throws {
@@ -27,6 +30,8 @@ package final class SQLiteTransferStore: TransferStore {
         writer.probe()
         return false
     }
+
+    package func submitRead(_ read: @escaping @Sendable () -> Void) { readers.submit(read) }
 
     package func commit(_ changes: [StoreChange], completion: @escaping @Sendable (Result<CommitReport, Error>) -> Void) {
         writer.submit({ db in

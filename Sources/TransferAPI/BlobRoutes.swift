@@ -15,8 +15,8 @@ struct BlobRoutes {
             var declared: Int64?
             if case .length(let n) = request.head.framing { declared = Int64(n) }
             return try BlobUploadSink(blobs: blobs, principal: principal.name, maxBytes: maxBlobBytes, declaredLength: declared,
-                                      admit: { sha256, responder, store in
-                                          ledger.guarded(request, principal, responder, bodyHash: sha256, store)
+                                      admit: { sha256, responder, discard, store in
+                                          ledger.guarded(request, principal, responder, bodyHash: sha256, declined: discard, store)
                                       }) { work in
                 coordinator.fileWork.async(execute: work)
             }
@@ -24,17 +24,25 @@ struct BlobRoutes {
         table.add("GET", "/v1/blobs/{blob}", .blob) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
-                let blob = try coordinator.blob(request.parameters["blob"] ?? "")
-                responder.respond(RouteSupport.json { blob.encode(into: &$0) })
+                coordinator.blob(request.parameters["blob"] ?? "") { found in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        let blob = try found.get()
+                        responder.respond(RouteSupport.json { blob.encode(into: &$0) })
+                    }
+                }
             }
         }
         table.add("DELETE", "/v1/blobs/{blob}", .blob) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
-                coordinator.deleteBlob(try coordinator.blob(request.parameters["blob"] ?? "")) { result in
-                    switch result {
-                    case .success: responder.respond(HTTPResponse(status: 204))
-                    case .failure(let error): responder.respond(error.response)
+                coordinator.blob(request.parameters["blob"] ?? "") { found in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        coordinator.deleteBlob(try found.get()) { result in
+                            switch result {
+                            case .success: responder.respond(HTTPResponse(status: 204))
+                            case .failure(let error): responder.respond(error.response)
+                            }
+                        }
                     }
                 }
             }

@@ -16,15 +16,16 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
     private let maxBytes: Int64
     private let finishing: (@escaping @Sendable () -> Void) -> Void
     /// Given the body's sha256 once it is known: stores the blob, or answers for it (a replayed
-    /// `Idempotency-Key`) and the upload is discarded.
-    private let admit: @Sendable (_ sha256: String, Responder, _ store: () -> Void) -> Void
+    /// `Idempotency-Key`) and discards the upload — now or later, from any thread.
+    private let admit: Admit
+    typealias Admit = @Sendable (_ sha256: String, Responder, _ discard: @escaping @Sendable () -> Void, _ store: @escaping @Sendable () -> Void) -> Void
     private let id = Blob.newID()
     private let fd: Int32
     private let hasher: FileHasher
     private var size: Int64 = 0
 
     init(blobs: BlobStore, principal: String, maxBytes: Int64, declaredLength: Int64?,
-         admit: @escaping @Sendable (_ sha256: String, Responder, _ store: () -> Void) -> Void,
+         admit: @escaping Admit,
          finishing: @escaping (@escaping @Sendable () -> Void) -> Void) throws(HTTPProblem)
     {
         if let declaredLength, declaredLength > maxBytes {
@@ -70,26 +71,22 @@ final class BlobUploadSink: RequestBodySink, @unchecked Sendable {
                     return responder.respond(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the blob").response)
                 }
                 close(fd)
-                var stored = false
-                admit(digest, responder) { stored = true }
-                guard stored else {
-                    unlink(blobs.temporaryPath(id))
-                    return
-                }
-                guard rename(blobs.temporaryPath(id), blobs.path(id)) == 0 else {
-                    unlink(blobs.temporaryPath(id))
-                    return responder.respond(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the blob").response)
-                }
-                let blob = Blob(id: id, size: size, sha256: digest, createdAt: Timestamp.now(), principal: principal)
-                blobs.insert(blob) { result in
-                    switch result {
-                    case .success:
-                        var json = JSONWriter()
-                        blob.encode(into: &json)
-                        responder.respond(.json(json.bytes, status: 201, headers: HTTPHeaders([("Location", "/v1/blobs/\(id)")])))
-                    case .failure(let error):
-                        unlink(blobs.path(id))
-                        responder.respond(Refusal.storeFailure(error).response)
+                admit(digest, responder, { unlink(blobs.temporaryPath(id)) }) {
+                    guard rename(blobs.temporaryPath(id), blobs.path(id)) == 0 else {
+                        unlink(blobs.temporaryPath(id))
+                        return responder.respond(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the blob").response)
+                    }
+                    let blob = Blob(id: id, size: size, sha256: digest, createdAt: Timestamp.now(), principal: principal)
+                    blobs.insert(blob) { result in
+                        switch result {
+                        case .success:
+                            var json = JSONWriter()
+                            blob.encode(into: &json)
+                            responder.respond(.json(json.bytes, status: 201, headers: HTTPHeaders([("Location", "/v1/blobs/\(id)")])))
+                        case .failure(let error):
+                            unlink(blobs.path(id))
+                            responder.respond(Refusal.storeFailure(error).response)
+                        }
                     }
                 }
             }

@@ -95,26 +95,33 @@ struct EventRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: ["after", "limit"])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                let page = try coordinator.deliveries(session, after: try Pagination.afterPosition(request),
-                                                      limit: try Pagination.limit(request))
-                responder.respond(RouteSupport.json { json in
-                    json.beginObject()
-                    json.key("deliveries"); json.beginArray()
-                    for (_, a) in page.rows { EventRoutes.encode(a, into: &json) }
-                    json.endArray()
-                    Pagination.writeNext(page.next.map(String.init), into: &json)
-                    json.endObject()
-                })
+                coordinator.deliveries(session, after: try Pagination.afterPosition(request), limit: try Pagination.limit(request)) { result in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        let page = try result.get()
+                        responder.respond(RouteSupport.json { json in
+                            json.beginObject()
+                            json.key("deliveries"); json.beginArray()
+                            for (_, a) in page.rows { EventRoutes.encode(a, into: &json) }
+                            json.endArray()
+                            Pagination.writeNext(page.next.map(String.init), into: &json)
+                            json.endObject()
+                        })
+                    }
+                }
             }
         }
         table.add("POST", "/v1/sessions/{identifier}/events/{event}/redeliver", .session, idempotent: true) { request, _, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                try coordinator.redeliver(session, eventID: request.parameters["event"] ?? "")
-                responder.respond(RouteSupport.json(202) { json in
-                    json.beginObject(); json.key("status"); json.string("queued"); json.endObject()
-                })
+                try coordinator.redeliver(session, eventID: request.parameters["event"] ?? "") { result in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        try result.get()
+                        responder.respond(RouteSupport.json(202) { json in
+                            json.beginObject(); json.key("status"); json.string("queued"); json.endObject()
+                        })
+                    }
+                }
             }
         }
     }

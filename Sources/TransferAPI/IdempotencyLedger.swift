@@ -37,56 +37,64 @@ final class IdempotencyLedger: Sendable {
         self.coordinator = coordinator
     }
 
-    /// Runs `act` unless the key says its reply is already known (or the key is misused).
-    /// `bodyHash` is the sha256 (hex) of a body that was streamed rather than buffered.
+    /// Runs `act` unless the key says its reply is already known (or the key is misused), else
+    /// `declined` once it answered. Either may run later, on the store's readers, when the key
+    /// must be looked up in the store. `bodyHash` is the sha256 (hex) of a body that was streamed
+    /// rather than buffered.
     func guarded(_ request: HTTPRequest, _ principal: Principal, _ responder: Responder, bodyHash: String? = nil,
-                 _ act: () -> Void)
+                 declined: @escaping @Sendable () -> Void = {}, _ act: @escaping @Sendable () -> Void)
     {
         let key: String
         do {
             guard let given = try IdempotencyLedger.key(request) else { return act() }
             key = given
         } catch {
+            declined()
             return responder.respond(error.response)
         }
         // Spaces part them: none can be in a principal name, a request path or a key.
         let scope = "\(principal.name) \(request.method) \(request.path) \(key)"
         let session = request.parameters["identifier"]
         let hash = bodyHash ?? SHA256Hex.of(request.body)
-        guard let found = claim(scope, hash: hash, session: session) else {
-            responder.intercept { [self] response, send in keep(response, scope: scope, hash: hash, session: session, then: send) }
-            return act()
+        claim(scope, hash: hash, session: session) { [self] found in
+            guard let found else {
+                responder.intercept { [self] response, send in keep(response, scope: scope, hash: hash, session: session, then: send) }
+                return act()
+            }
+            declined()
+            guard found.bodyHash == hash else {
+                return responder.respond(Refusal(.invalid, "idempotency_key_reused",
+                                                 "Idempotency-Key \(key) was used with a different request body").response)
+            }
+            guard var reply = found.reply else {
+                return responder.respond(Refusal(.conflict, "idempotency_key_in_use",
+                                                 "a request with Idempotency-Key \(key) is still being answered").response)
+            }
+            reply.headers.set("Idempotent-Replayed", "true")
+            responder.respond(reply)
         }
-        guard found.bodyHash == hash else {
-            return responder.respond(Refusal(.invalid, "idempotency_key_reused",
-                                             "Idempotency-Key \(key) was used with a different request body").response)
-        }
-        guard var reply = found.reply else {
-            return responder.respond(Refusal(.conflict, "idempotency_key_in_use",
-                                             "a request with Idempotency-Key \(key) is still being answered").response)
-        }
-        reply.headers.set("Idempotent-Replayed", "true")
-        responder.respond(reply)
     }
 
-    /// The entry for `scope` if there is one (in memory, or stored before a restart); otherwise
-    /// nil, and the scope is claimed for this request.
-    private func claim(_ scope: String, hash: String, session: String?) -> Entry? {
+    /// Hands `then` the entry for `scope` if there is one (in memory, or stored before a restart);
+    /// otherwise nil, and the scope is claimed for this request.
+    private func claim(_ scope: String, hash: String, session: String?, then: @escaping @Sendable (Entry?) -> Void) {
         let now = IdempotencyLedger.now()
         if let found = state.withLock({ s -> Entry? in
             expire(&s, now: now)
             return s.entries[scope]
         }) {
-            return found
+            return then(found)
         }
-        let stored = coordinator.keptReply(scope: scope, session: session).map { reply in
-            Entry(bodyHash: reply.bodyHash, reply: IdempotencyLedger.response(of: reply), expires: now + IdempotencyLedger.lifetime)
-        }
-        return state.withLock { s in
-            if let entry = s.entries[scope] { return entry }
-            s.entries[scope] = stored ?? Entry(bodyHash: hash, reply: nil, expires: now + IdempotencyLedger.lifetime)
-            s.order.append(scope)
-            return stored
+        coordinator.keptReply(scope: scope, session: session) { [self] kept in
+            let stored = kept.map { reply in
+                Entry(bodyHash: reply.bodyHash, reply: IdempotencyLedger.response(of: reply), expires: now + IdempotencyLedger.lifetime)
+            }
+            then(state.withLock { s in
+                if let entry = s.entries[scope] { return entry }
+                s.entries[scope] = stored ?? Entry(bodyHash: hash, reply: nil, expires: now + IdempotencyLedger.lifetime)
+                s.order.append(scope)
+                return stored
+            })
         }
     }
 

@@ -21,18 +21,19 @@ package struct OperationsRoutes {
             responder.respond(.json(Array(#"{"status":"ok"}"#.utf8)))
         }
         table.add("GET", "/readyz") { [readiness] _, responder in
-            let results = readiness.evaluate()
-            let ready = !readiness.isStopping && results.allSatisfy(\.ok)
-            var json = JSONWriter()
-            json.beginObject()
-            json.key("status"); json.string(ready ? "ready" : (readiness.isStopping ? "stopping" : "not_ready"))
-            json.key("checks"); json.beginObject()
-            for result in results {
-                json.key(escaping: result.name); json.string(result.ok ? "ok" : "failing")
+            readiness.evaluate { results in
+                let ready = !readiness.isStopping && results.allSatisfy(\.ok)
+                var json = JSONWriter()
+                json.beginObject()
+                json.key("status"); json.string(ready ? "ready" : (readiness.isStopping ? "stopping" : "not_ready"))
+                json.key("checks"); json.beginObject()
+                for result in results {
+                    json.key(escaping: result.name); json.string(result.ok ? "ok" : "failing")
+                }
+                json.endObject()
+                json.endObject()
+                responder.respond(.json(json.bytes, status: ready ? 200 : 503))
             }
-            json.endObject()
-            json.endObject()
-            responder.respond(.json(json.bytes, status: ready ? 200 : 503))
         }
         table.add("GET", "/metrics") { [metrics, collect] _, responder in
             collect()

@@ -40,17 +40,21 @@ struct SessionRoutes {
                 try RouteSupport.checkQuery(request, allowed: ["limit", "after"])
                 let limit = try Pagination.limit(request)
                 let after = try Pagination.after(request) ?? ""
-                let sessions = try coordinator.listedSessions().filter { $0.identifier > after && principal.sees($0.identifier) }
-                    .sorted { $0.identifier < $1.identifier }
-                let page = sessions.prefix(limit)
-                responder.respond(RouteSupport.json { json in
-                    json.beginObject()
-                    json.key("sessions"); json.beginArray()
-                    for s in page { SessionRoutes.encode(s, into: &json) }
-                    json.endArray()
-                    Pagination.writeNext(sessions.count > limit ? page.last?.identifier : nil, into: &json)
-                    json.endObject()
-                })
+                coordinator.listedSessions { result in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        let sessions = try result.get().filter { $0.identifier > after && principal.sees($0.identifier) }
+                            .sorted { $0.identifier < $1.identifier }
+                        let page = sessions.prefix(limit)
+                        responder.respond(RouteSupport.json { json in
+                            json.beginObject()
+                            json.key("sessions"); json.beginArray()
+                            for s in page { SessionRoutes.encode(s, into: &json) }
+                            json.endArray()
+                            Pagination.writeNext(sessions.count > limit ? page.last?.identifier : nil, into: &json)
+                            json.endObject()
+                        })
+                    }
+                }
             }
         }
         table.add("GET", "/v1/sessions/{identifier}", .session) { request, _, responder in

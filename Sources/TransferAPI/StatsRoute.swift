@@ -15,31 +15,32 @@ struct StatsRoute {
         table.add("GET", "/v1/stats", .service) { request, principal, responder in
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
-                let counts = coordinator.taskCounts(where: principal.sees)
-                let sessions = coordinator.registry.all.lazy.filter { principal.sees($0.identifier) }.count
-                let activity: (waiting: Int, running: Int, down: Double, up: Double)
-                if principal.isAdmin {
-                    let (waiting, running) = coordinator.engine.statistics()
-                    let (down, up) = rates.current
-                    activity = (waiting, running, down, up)
-                } else {
-                    activity = coordinator.activity(where: principal.sees)
+                coordinator.taskCounts(where: { principal.sees($0) }) { counts in
+                    let sessions = coordinator.registry.all.lazy.filter { principal.sees($0.identifier) }.count
+                    let activity: (waiting: Int, running: Int, down: Double, up: Double)
+                    if principal.isAdmin {
+                        let (waiting, running) = coordinator.engine.statistics()
+                        let (down, up) = rates.current
+                        activity = (waiting, running, down, up)
+                    } else {
+                        activity = coordinator.activity(where: principal.sees)
+                    }
+                    let (waiting, running, down, up) = activity
+                    responder.respond(RouteSupport.json { json in
+                        json.beginObject()
+                        json.key("sessions"); json.int(sessions)
+                        json.key("tasks"); json.beginObject()
+                        for state in TaskState.allCases { json.key(escaping: state.rawValue); json.int(counts[state] ?? 0) }
+                        json.endObject()
+                        json.key("bytes_per_second"); json.beginObject()
+                        json.key("down"); json.double(down.rounded())
+                        json.key("up"); json.double(up.rounded())
+                        json.endObject()
+                        json.key("queue_depth"); json.int(waiting)
+                        json.key("transfers_running"); json.int(running)
+                        json.endObject()
+                    })
                 }
-                let (waiting, running, down, up) = activity
-                responder.respond(RouteSupport.json { json in
-                    json.beginObject()
-                    json.key("sessions"); json.int(sessions)
-                    json.key("tasks"); json.beginObject()
-                    for state in TaskState.allCases { json.key(escaping: state.rawValue); json.int(counts[state] ?? 0) }
-                    json.endObject()
-                    json.key("bytes_per_second"); json.beginObject()
-                    json.key("down"); json.double(down.rounded())
-                    json.key("up"); json.double(up.rounded())
-                    json.endObject()
-                    json.key("queue_depth"); json.int(waiting)
-                    json.key("transfers_running"); json.int(running)
-                    json.endObject()
-                })
             }
         }
     }

@@ -11,44 +11,50 @@ struct TaskContentRoutes {
     func register(in table: inout APIRouteTable) {
         let coordinator = coordinator
         table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/body", .session) { request, _, responder in
-            RouteSupport.answer(responder) { () throws(Refusal) in
-                let (session, id) = try TaskActionRoutes.target(request, coordinator)
-                let record = try coordinator.record(session, id)
-                // A task failed with `http_error` keeps the origin's error body here, a download's too.
-                let failedWithBody = record.error?.code == .httpError
-                guard record.kind != .download || failedWithBody else {
-                    throw Refusal(.conflict, "not_a_data_task", "task \(id) is a download; its content is at …/file")
+            TaskActionRoutes.target(request, coordinator, responder) { session, id throws(Refusal) in
+                coordinator.record(session, id) { read in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        let record = try read.get()
+                        // A task failed with `http_error` keeps the origin's error body here, a download's too.
+                        let failedWithBody = record.error?.code == .httpError
+                        guard record.kind != .download || failedWithBody else {
+                            throw Refusal(.conflict, "not_a_data_task", "task \(id) is a download; its content is at …/file")
+                    }
+                    guard record.isCompleted, record.error == nil || failedWithBody else {
+                        throw Refusal(.conflict, "body_not_available", "task \(id) has no response body (it is \(record.state.rawValue)\(record.error.map { ", \($0.code.rawValue)" } ?? ""))")
+                    }
+                    let contentType = TaskContentRoutes.contentType(record)
+                    if let memory = session.locked({ session.tasks[id]?.memoryBody }) {
+                        responder.respond(HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", contentType)]), body: .bytes(memory)))
+                        return
+                    }
+                    guard let path = record.bodyLocation else { throw Refusal(.gone, "body_gone", "the body of task \(id) is no longer kept") }
+                    responder.respond(try TaskContentRoutes.serve(path: path, contentType: contentType, request: request,
+                                                                  open: { open(path, O_RDONLY | O_CLOEXEC) }))
+                    }
                 }
-                guard record.isCompleted, record.error == nil || failedWithBody else {
-                    throw Refusal(.conflict, "body_not_available", "task \(id) has no response body (it is \(record.state.rawValue)\(record.error.map { ", \($0.code.rawValue)" } ?? ""))")
-                }
-                let contentType = TaskContentRoutes.contentType(record)
-                if let memory = session.locked({ session.tasks[id]?.memoryBody }) {
-                    responder.respond(HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", contentType)]), body: .bytes(memory)))
-                    return
-                }
-                guard let path = record.bodyLocation else { throw Refusal(.gone, "body_gone", "the body of task \(id) is no longer kept") }
-                responder.respond(try TaskContentRoutes.serve(path: path, contentType: contentType, request: request,
-                                                              open: { open(path, O_RDONLY | O_CLOEXEC) }))
             }
         }
         table.add("GET", "/v1/sessions/{identifier}/tasks/{task}/file", .session) { request, _, responder in
-            RouteSupport.answer(responder) { () throws(Refusal) in
-                let (session, id) = try TaskActionRoutes.target(request, coordinator)
-                let record = try coordinator.record(session, id)
-                guard record.kind == .download else {
-                    throw Refusal(.conflict, "not_a_download", "task \(id) is not a download; its response is at …/body")
+            TaskActionRoutes.target(request, coordinator, responder) { session, id throws(Refusal) in
+                coordinator.record(session, id) { read in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        let record = try read.get()
+                        guard record.kind == .download else {
+                            throw Refusal(.conflict, "not_a_download", "task \(id) is not a download; its response is at …/body")
+                    }
+                    guard let result = record.result else {
+                        throw Refusal(.conflict, "file_not_available", "task \(id) has no file (it is \(record.state.rawValue)\(record.error.map { ", \($0.code.rawValue)" } ?? ""))")
+                    }
+                    let contentType = TaskContentRoutes.contentType(record)
+                    responder.respond(try TaskContentRoutes.serve(path: result.location, contentType: contentType, request: request) {
+                        // A client's destination is reopened beneath its allowed root, so a file
+                        // swapped for a symlink since is not followed out of it.
+                        record.destination == nil ? open(result.location, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                            : ((try? coordinator.allowedRoots.openFile(result.location, flags: O_RDONLY)) ?? -1)
+                    })
+                    }
                 }
-                guard let result = record.result else {
-                    throw Refusal(.conflict, "file_not_available", "task \(id) has no file (it is \(record.state.rawValue)\(record.error.map { ", \($0.code.rawValue)" } ?? ""))")
-                }
-                let contentType = TaskContentRoutes.contentType(record)
-                responder.respond(try TaskContentRoutes.serve(path: result.location, contentType: contentType, request: request) {
-                    // A client's destination is reopened beneath its allowed root, so a file
-                    // swapped for a symlink since is not followed out of it.
-                    record.destination == nil ? open(result.location, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-                        : ((try? coordinator.allowedRoots.openFile(result.location, flags: O_RDONLY)) ?? -1)
-                })
             }
         }
     }

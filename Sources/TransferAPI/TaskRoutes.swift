@@ -14,19 +14,26 @@ struct TaskRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                var creations = [try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")]
-                creations[0].traceparent = TaskRoutes.traceparent(request)
+                var creation = try TaskCreationRequest.parse(try RouteSupport.jsonBody(request)!, field: "")
+                creation.traceparent = TaskRoutes.traceparent(request)
                 let claim = try TaskRoutes.idempotencyClaim(request)
-                // A retry gets the first reply whatever changed since: never refused for a quota.
-                if let claim, let replayed = try coordinator.replay(in: session, claim) {
-                    return TaskRoutes.respond(replayed, in: session, responder)
+                let create: @Sendable () -> Void = { [creation] in
+                    TaskRoutes.check([creation], in: session, for: principal, coordinator, responder) { creations, release in
+                        coordinator.createTasks(in: session, creations, idempotency: claim) { result in
+                            release()
+                            switch result {
+                            case .success(let outcome): TaskRoutes.respond(outcome, in: session, responder)
+                            case .failure(let error): responder.respond(error.response)
+                            }
+                        }
+                    }
                 }
-                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
-                coordinator.createTasks(in: session, creations, idempotency: claim) { result in
-                    release()
-                    switch result {
-                    case .success(let outcome): TaskRoutes.respond(outcome, in: session, responder)
-                    case .failure(let error): responder.respond(error.response)
+                guard let claim else { return create() }
+                // A retry gets the first reply whatever changed since: never refused for a quota.
+                coordinator.replay(in: session, claim) { replay in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        guard let replayed = try replay.get() else { return create() }
+                        TaskRoutes.respond(replayed, in: session, responder)
                     }
                 }
             }
@@ -48,23 +55,24 @@ struct TaskRoutes {
                     creation.traceparent = traceparent
                     creations.append(creation)
                 }
-                let release = try TaskRoutes.check(&creations, in: session, for: principal, coordinator)
-                coordinator.createTasks(in: session, creations, idempotency: nil) { result in
-                    release()
-                    switch result {
-                    case .success(.created(let created)):
-                        var body: [UInt8] = Array(#"{"tasks":["#.utf8)
-                        body.reserveCapacity(created.reduce(16) { $0 + $1.reply.count + 1 })
-                        for (i, reply) in created.map(\.reply).enumerated() {
-                            if i > 0 { body.append(0x2C) }
-                            body.append(contentsOf: reply)
+                TaskRoutes.check(creations, in: session, for: principal, coordinator, responder) { creations, release in
+                    coordinator.createTasks(in: session, creations, idempotency: nil) { result in
+                        release()
+                        switch result {
+                        case .success(.created(let created)):
+                            var body: [UInt8] = Array(#"{"tasks":["#.utf8)
+                            body.reserveCapacity(created.reduce(16) { $0 + $1.reply.count + 1 })
+                            for (i, reply) in created.map(\.reply).enumerated() {
+                                if i > 0 { body.append(0x2C) }
+                                body.append(contentsOf: reply)
+                            }
+                            body.append(contentsOf: Array("]}".utf8))
+                            responder.respond(.json(body, status: 201))
+                        case .success(.replayed):
+                            responder.respond(Refusal(.internalError, "internal_error", "unexpected replay").response)
+                        case .failure(let error):
+                            responder.respond(error.response)
                         }
-                        body.append(contentsOf: Array("]}".utf8))
-                        responder.respond(.json(body, status: 201))
-                    case .success(.replayed):
-                        responder.respond(Refusal(.internalError, "internal_error", "unexpected replay").response)
-                    case .failure(let error):
-                        responder.respond(error.response)
                     }
                 }
             }
@@ -89,15 +97,19 @@ struct TaskRoutes {
                     }
                     kind = k
                 }
-                let page = try coordinator.listTasks(session, after: after, state: state, kind: kind, limit: limit)
-                responder.respond(RouteSupport.json { json in
-                    json.beginObject()
-                    json.key("tasks"); json.beginArray()
-                    for r in page.tasks { r.encode(into: &json) }
-                    json.endArray()
-                    Pagination.writeNext(page.next.map(String.init), into: &json)
-                    json.endObject()
-                })
+                coordinator.listTasks(session, after: after, state: state, kind: kind, limit: limit) { result in
+                    RouteSupport.answer(responder) { () throws(Refusal) in
+                        let page = try result.get()
+                        responder.respond(RouteSupport.json { json in
+                            json.beginObject()
+                            json.key("tasks"); json.beginArray()
+                            for r in page.tasks { r.encode(into: &json) }
+                            json.endArray()
+                            Pagination.writeNext(page.next.map(String.init), into: &json)
+                            json.endObject()
+                        })
+                    }
+                }
             }
         }
         // In cluster mode a completed task of a session another replica holds is answered from
@@ -121,8 +133,12 @@ struct TaskRoutes {
                     wait = s
                 }
                 if wait == 0 {
-                    let representation = try coordinator.taskJSON(session, id)
-                    responder.respond(EntityTag.notModified(request, representation) ?? EntityTag.reply(representation))
+                    coordinator.taskJSON(session, id) { result in
+                        RouteSupport.answer(responder) { () throws(Refusal) in
+                            let representation = try result.get()
+                            responder.respond(EntityTag.notModified(request, representation) ?? EntityTag.reply(representation))
+                        }
+                    }
                     return
                 }
                 coordinator.waitForTask(session, id, seconds: wait) { result in
@@ -138,9 +154,10 @@ struct TaskRoutes {
                 let priority = try body.number("priority", in: 0...1)
                 let description = try body.nullableString("description", maxLength: 4096)
                 try body.finish()
-                try TaskRoutes.checkIfMatch(request, session, coordinator)
-                coordinator.update(session, request.parameters["task"] ?? "", priority: priority, description: description) { result in
-                    TaskRoutes.respond(result, responder)
+                try TaskRoutes.whenIfMatchHolds(request, session, coordinator, responder) {
+                    coordinator.update(session, request.parameters["task"] ?? "", priority: priority, description: description) { result in
+                        TaskRoutes.respond(result, responder)
+                    }
                 }
             }
         }
@@ -148,15 +165,33 @@ struct TaskRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                try TaskRoutes.checkIfMatch(request, session, coordinator)
-                coordinator.delete(session, request.parameters["task"] ?? "") { result in
-                    switch result {
-                    case .success: responder.respond(HTTPResponse(status: 204))
-                    case .failure(let error): responder.respond(error.response)
+                try TaskRoutes.whenIfMatchHolds(request, session, coordinator, responder) {
+                    coordinator.delete(session, request.parameters["task"] ?? "") { result in
+                        switch result {
+                        case .success: responder.respond(HTTPResponse(status: 204))
+                        case .failure(let error): responder.respond(error.response)
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// Hands `create` the creations once they passed `check`, with its release: at once, or — when
+    /// checking reads the store — on the store's readers, so the loop does not wait for it. A
+    /// refusal is answered.
+    static func check(_ creations: [TaskCreationRequest], in session: SessionState, for principal: Principal, _ coordinator: TaskCoordinator,
+                      _ responder: Responder, then create: @escaping @Sendable ([TaskCreationRequest], _ release: @escaping @Sendable () -> Void) -> Void)
+    {
+        let checked: @Sendable () -> Void = {
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                var creations = creations
+                let release = try check(&creations, in: session, for: principal, coordinator)
+                create(creations, release)
+            }
+        }
+        guard coordinator.checkingReadsStore(creations, countsQuota: principal.limits.maxUnfinishedTasks != nil) else { return checked() }
+        coordinator.onReaders(checked)
     }
 
     /// Everything a creation must pass before it is attempted: its `resume_data`, its paths
@@ -197,11 +232,20 @@ struct TaskRoutes {
         }
     }
 
-    /// `If-Match` against the task the path names, as it is now.
-    static func checkIfMatch(_ request: HTTPRequest, _ session: SessionState, _ coordinator: TaskCoordinator) throws(Refusal) {
-        // A task that is gone fails the precondition; a store that cannot be read is no answer to it.
-        try EntityTag.checkIfMatch(request) { () throws(Refusal) -> [UInt8]? in
-            try Refusal.absentIfNotFound { () throws(Refusal) in try coordinator.taskJSON(session, request.parameters["task"] ?? "") }
+    /// Runs `then` once `If-Match` holds against the task the path names, as it is now: at once
+    /// without the header, else once the task is read — later, on the store's readers, when it must
+    /// be read from the store. A refusal after the read is answered through `responder`.
+    static func whenIfMatchHolds(_ request: HTTPRequest, _ session: SessionState, _ coordinator: TaskCoordinator, _ responder: Responder,
+                                 _ then: @escaping @Sendable () throws(Refusal) -> Void) throws(Refusal)
+    {
+        guard request.headers["if-match"] != nil else { return try then() }
+        coordinator.taskJSON(session, request.parameters["task"] ?? "") { current in
+            RouteSupport.answer(responder) { () throws(Refusal) in
+                // A task that is gone fails the precondition; a store that cannot be read is no answer to it.
+                let representation = try Refusal.absentIfNotFound { () throws(Refusal) in try current.get() }
+                try EntityTag.checkIfMatch(request) { representation }
+                try then()
+            }
         }
     }
 

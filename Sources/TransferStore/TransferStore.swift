@@ -16,6 +16,9 @@ package protocol TransferStore: AnyObject, Sendable {
     /// Whether the store answers reads, and writes when the last ones failed (for readiness): a
     /// full disk lets every read through and refuses every change.
     func isAvailable() -> Bool
+    /// Runs `read` where the store's reads may wait (its readers, `StoreReaders`), never on the
+    /// caller's thread unless reading costs nothing there (memory). See `read(_:answer:)`.
+    func submitRead(_ read: @escaping @Sendable () -> Void)
 
     // MARK: sessions
 

@@ -25,10 +25,10 @@ struct CompletedTasksMemoryTests {
             for (i, id) in ids.enumerated() {
                 let task = try core.coordinator.record(session, id)
                 #expect(task.state == .completed && task.result?.size == Int64(1000 + i))
-                #expect(try core.coordinator.taskJSON(session, id) == task.jsonBytes())
+                #expect(try CoreHarness.wait { core.coordinator.taskJSON(session, id, answer: $0) }.get() == task.jsonBytes())
             }
             #expect(try core.completed(ids[0], in: session).result?.size == 1000)
-            let page = try core.coordinator.listTasks(session, after: 0, state: .completed, kind: nil, limit: 1000)
+            let page = try CoreHarness.wait { core.coordinator.listTasks(session, after: 0, state: .completed, kind: nil, limit: 1000, answer: $0) }.get()
             #expect(page.tasks.map(\.id) == ids)
             #expect(page.tasks.allSatisfy { $0.result != nil })
         }
@@ -67,17 +67,17 @@ struct CompletedReplyCacheTests {
             let replies = core.coordinator.completedReplies
             #expect(replies.count == 0)  // completing adds nothing
 
-            let first = try core.coordinator.taskJSON(session, id)
+            let first = try CoreHarness.wait { core.coordinator.taskJSON(session, id, answer: $0) }.get()
             #expect(replies.lookup(session: "s", id: id).reply == first)
 
             _ = try CoreHarness.wait { core.coordinator.update(session, id, priority: 0.9, description: nil, completion: $0) }.get()
             #expect(replies.lookup(session: "s", id: id).reply == nil)
             #expect(try core.coordinator.record(session, id).priority == 0.9)
-            #expect(try core.coordinator.taskJSON(session, id) == core.coordinator.record(session, id).jsonBytes())
+            #expect(try CoreHarness.wait { core.coordinator.taskJSON(session, id, answer: $0) }.get() == core.coordinator.record(session, id).jsonBytes())
 
             try CoreHarness.wait { core.coordinator.delete(session, id, completion: $0) }.get()
             #expect(replies.lookup(session: "s", id: id).reply == nil)
-            #expect(throws: Refusal.self) { try core.coordinator.taskJSON(session, id) }
+            #expect(throws: Refusal.self) { try CoreHarness.wait { core.coordinator.taskJSON(session, id, answer: $0) }.get() }
         }
     }
 

@@ -95,7 +95,7 @@ struct TaskCoordinatorTests {
             #expect(reply == created[0].reply)
             let reused = try core.create(json, in: session, idempotency: IdempotencyClaim(key: "k1", bodyHash: "body-2"))
             #expect(throws: Refusal.self) { try reused.get() }
-            #expect(try core.coordinator.listTasks(session, after: 0, state: nil, kind: nil, limit: 10).tasks.count == 1)
+            #expect(try CoreHarness.wait { core.coordinator.listTasks(session, after: 0, state: nil, kind: nil, limit: 10, answer: $0) }.get().tasks.count == 1)
         }
     }
 

@@ -14,6 +14,11 @@ extension TaskCoordinator {
         return blob
     }
 
+    /// `blob(_:)` for a caller on an event loop: read on the store's readers, answered there.
+    package func blob(_ id: String, answer: @escaping @Sendable (Result<Blob, Refusal>) -> Void) {
+        onReaders { [self] in answer(Result { () throws(Refusal) in try blob(id) }) }
+    }
+
     /// `DELETE /v1/blobs/{id}`: refused while a task that has not completed still needs it.
     package func deleteBlob(_ blob: Blob, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
         if let user = unfinishedTask(using: blob.id) {

@@ -15,7 +15,7 @@ extension TaskCoordinator {
         // The entry first: a task that completes meanwhile leaves memory, and the store then has
         // its completion, so the record read after a miss is never older than the entry was.
         guard seconds > 0, let entry = liveEntry(session, id) else {
-            return completion(Result { () throws(Refusal) in try record(session, id) })
+            return record(session, id, answer: completion)
         }
         let answered = Atomic<Bool>(false)
         let wait = Locked<UInt64?>(nil)
@@ -61,7 +61,7 @@ extension TaskCoordinator {
     private func request(_ event: TaskLifecycle.Event, of session: SessionState, _ id: String,
                          completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
     {
-        guard let entry = liveEntry(session, id) else { return completion(Result { () throws(Refusal) in try record(session, id) }) }
+        guard let entry = liveEntry(session, id) else { return record(session, id, answer: completion) }
         let change: (TaskRecord, EventType)? = session.locked {
             var probe = entry.lifecycle
             guard case .perform(let actions) = probe.handle(event) else { return nil }
@@ -100,7 +100,7 @@ extension TaskCoordinator {
     package func cancel(_ session: SessionState, _ id: String, produceResumeData: Bool,
                 completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
     {
-        guard let entry = liveEntry(session, id) else { return completion(Result { () throws(Refusal) in try record(session, id) }) }
+        guard let entry = liveEntry(session, id) else { return record(session, id, answer: completion) }
         cancel(entry, in: session, produceResumeData: produceResumeData) { completion(.success($0)) }
     }
 
@@ -132,17 +132,17 @@ extension TaskCoordinator {
     {
         guard let entry = session.locked({ session.tasks[id] }) else {
             // A completed task out of memory: load it, change it, store it.
-            var stored: TaskRecord
-            do { stored = try record(session, id) } catch { return completion(.failure(error)) }
-            if let priority { stored.priority = priority }
-            if let description { stored.description = description }
-            let changed = stored
-            persist(session, [.updateDetails(session: session.identifier, id: id, priority: changed.priority,
-                                             description: changed.description)]) { [self] result in
-                completedReplies.invalidate(session: session.identifier, id: id)
-                completion(result.map { _ in changed }.mapError(Refusal.storeFailure))
+            return record(session, id) { [self] loaded in
+                guard case .success(var stored) = loaded else { return completion(loaded) }
+                if let priority { stored.priority = priority }
+                if let description { stored.description = description }
+                let changed = stored
+                persist(session, [.updateDetails(session: session.identifier, id: id, priority: changed.priority,
+                                                 description: changed.description)]) { [self] result in
+                    completedReplies.invalidate(session: session.identifier, id: id)
+                    completion(result.map { _ in changed }.mapError(Refusal.storeFailure))
+                }
             }
-            return
         }
         let (change, handle): (TaskRecord, TransferHandle?) = session.locked {
             var r = entry.record
@@ -177,10 +177,19 @@ extension TaskCoordinator {
         forget(session, id, completion: completion)
     }
 
-    /// Removes a completed task: its row, its spooled body, and the files transferd keeps for it.
+    /// Removes a completed task: its row, its spooled body, and the files transferd keeps for it
+    /// (read on the store's readers when it is not in memory).
     func forget(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
-        let record: TaskRecord
-        do { record = try self.record(session, id) } catch { return completion(.failure(error)) }
+        record(session, id) { [self] loaded in
+            switch loaded {
+            case .success(let record): forget(record, of: session, completion: completion)
+            case .failure(let error): completion(.failure(error))
+            }
+        }
+    }
+
+    private func forget(_ record: TaskRecord, of session: SessionState, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
+        let id = record.id
         let ownedBlob = TaskCoordinator.ownedBlob(of: record)
         let changes: [StoreChange] = [.deleteTask(session: session.identifier, id: id)] + (ownedBlob.map { [.deleteBlob($0)] } ?? [])
         persist(session, changes) { [self] result in

@@ -68,23 +68,20 @@ extension TaskCoordinator {
     /// memory, or only in the store (completed and dropped from memory, or from before a restart) —
     /// else nil. Asked before the request is checked against anything that may have changed since
     /// (quotas, paths, blobs) and before anything is reserved: a replay numbers no event and writes
-    /// nothing. (`createTasks` catches the retries that overtake it.)
-    package func replay(in session: SessionState, _ claim: IdempotencyClaim) throws(Refusal) -> CreationOutcome? {
+    /// nothing. (`createTasks` catches the retries that overtake it.) A task only in the store is
+    /// looked up on the store's readers, and `answer` runs there.
+    package func replay(in session: SessionState, _ claim: IdempotencyClaim, answer: @escaping @Sendable (Result<CreationOutcome?, Refusal>) -> Void) {
         let (held, inMemory) = session.locked { () -> (Bool, TaskRecord?) in
             guard let entry = session.task(withIdempotencyKey: claim.key) else { return (false, nil) }
             return (true, entry.lifecycle.isDeleted ? nil : entry.record)
         }
-        let existing: TaskRecord?
-        if held {
-            existing = inMemory
-        } else {
-            do {
-                existing = try store(of: session).loadTask(session: session.identifier, idempotencyKey: claim.key)
-            } catch {
-                throw Refusal.storeFailure(error)
-            }
+        let replayed: @Sendable (TaskRecord?) -> Result<CreationOutcome?, Refusal> = { existing in
+            existing.map { TaskCoordinator.replay(of: $0, claim).map { $0 } } ?? .success(nil)
         }
-        return try existing.map { existing throws(Refusal) in try TaskCoordinator.replay(of: existing, claim).get() }
+        if held { return answer(replayed(inMemory)) }
+        readStore(store(of: session), { try $0.loadTask(session: session.identifier, idempotencyKey: claim.key) }) {
+            answer($0.flatMap(replayed))
+        }
     }
 
     /// Creates tasks, all or none: ids are reserved in memory, the rows committed in one group,

@@ -1,29 +1,112 @@
 import TransferModel
+import TransferStore
 
+/// Reads for the API. A read that may reach the store runs on the store's readers and answers
+/// there, never on the caller's thread: the caller is an HTTP event loop, and with PostgreSQL a
+/// read is a round trip that may wait for a lock. What memory holds is answered at once.
 extension TaskCoordinator {
-    package struct TaskPage {
+    package struct TaskPage: Sendable {
         package let tasks: [TaskRecord]
         /// The cursor for the next page, when there may be one.
         package let next: Int64?
     }
 
+    /// Runs `query` on the store's readers; a failure is a refusal, never "nothing": a client told
+    /// a task does not exist would create it again, or give up on it.
+    func readStore<T>(_ store: any TransferStore, _ query: @escaping @Sendable (any TransferStore) throws -> T,
+                 answer: @escaping @Sendable (Result<T, Refusal>) -> Void)
+    {
+        store.read({ try query(store) }) { answer($0.mapError { Refusal.storeFailure($0) }) }
+    }
+
     /// A page of a session's tasks in creation order, paged in the session's store (which holds
     /// every committed task) with the fresher in-memory copy of each task swapped in.
-    package func listTasks(_ session: SessionState, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int) throws(Refusal) -> TaskPage {
-        var page: [TaskRecord]
+    package func listTasks(_ session: SessionState, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int,
+                           answer: @escaping @Sendable (Result<TaskPage, Refusal>) -> Void)
+    {
+        readStore(store(of: session), { try $0.listTasks(session: session.identifier, after: after, state: state, kind: kind, limit: limit + 1) }) {
+            answer($0.map { stored in
+                var page = stored
+                session.locked {
+                    for i in page.indices {
+                        if let entry = session.tasks[page[i].id], !entry.lifecycle.isDeleted { page[i] = entry.snapshot }
+                    }
+                }
+                let more = page.count > limit
+                if more { page.removeLast() }
+                return TaskPage(tasks: page, next: more ? page.last?.sequence : nil)
+            })
+        }
+    }
+
+    /// The task's current record as memory holds it: every task that has not completed is there.
+    private func snapshot(_ session: SessionState, _ id: String) -> TaskRecord? {
+        session.locked { session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }
+    }
+
+    /// The task's current record: from memory, or for a completed task of a durable session (not
+    /// kept in memory), from the store — here, on the caller's thread. Not for an event loop.
+    package func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
+        if let snapshot = snapshot(session, id) { return snapshot }
+        let stored: TaskRecord?
         do {
-            page = try store(of: session).listTasks(session: session.identifier, after: after, state: state, kind: kind, limit: limit + 1)
+            stored = try store(of: session).loadTask(session: session.identifier, id: id)
         } catch {
             throw Refusal.storeFailure(error)
         }
-        session.locked {
-            for i in page.indices {
-                if let entry = session.tasks[page[i].id], !entry.lifecycle.isDeleted { page[i] = entry.snapshot }
+        guard let stored else { throw Refusal.notFound("task \(id)") }
+        return stored
+    }
+
+    /// The task's current record, as `record(_:_:)` finds it, with the store read on its readers.
+    package func record(_ session: SessionState, _ id: String, answer: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
+        if let snapshot = snapshot(session, id) { return answer(.success(snapshot)) }
+        readStore(store(of: session), { try $0.loadTask(session: session.identifier, id: id) }) {
+            answer($0.flatMap { $0.map { .success($0) } ?? .failure(Refusal.notFound("task \(id)")) })
+        }
+    }
+
+    /// The task object as the API returns it, encoded (cached for tasks that are not moving).
+    package func taskJSON(_ session: SessionState, _ id: String, answer: @escaping @Sendable (Result<[UInt8], Refusal>) -> Void) {
+        if let bytes = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.json } }) { return answer(.success(bytes)) }
+        let (cached, generation) = completedReplies.lookup(session: session.identifier, id: id)
+        if let cached { return answer(.success(cached)) }
+        record(session, id) { [completedReplies] result in
+            answer(result.map { record in
+                let bytes = record.jsonBytes()
+                if record.isCompleted { completedReplies.insert(bytes, session: session.identifier, id: id, generation: generation) }
+                return bytes
+            })
+        }
+    }
+
+
+    /// Runs `work`, which reads the store, on the store's readers.
+    package func onReaders(_ work: @escaping @Sendable () -> Void) {
+        store.submitRead(work)
+    }
+
+    /// `taskCounts(where:)` for a caller on an event loop: in cluster mode it reads the store.
+    package func taskCounts(where visible: @escaping @Sendable (String) -> Bool, answer: @escaping @Sendable ([TaskState: Int]) -> Void) {
+        guard sharesStore else { return answer(taskCounts(where: visible)) }
+        onReaders { [self] in answer(taskCounts(where: visible)) }
+    }
+
+    /// `listedSessions()` for a caller on an event loop: in cluster mode it reads the store.
+    package func listedSessions(answer: @escaping @Sendable (Result<[SessionState], Refusal>) -> Void) {
+        guard sharesStore else { return answer(.success(registry.all)) }
+        onReaders { [self] in answer(Result { () throws(Refusal) in try listedSessions() }) }
+    }
+
+    /// Whether checking these creations reads the store: a blob or another task as a body does,
+    /// and in cluster mode so does a quota (it counts the sessions other replicas hold).
+    package func checkingReadsStore(_ requests: [TaskCreationRequest], countsQuota: Bool) -> Bool {
+        (countsQuota && sharesStore) || requests.contains {
+            switch $0.body {
+            case .blob?, .task?: true
+            case .file?, .inline?, nil: false
             }
         }
-        let more = page.count > limit
-        if more { page.removeLast() }
-        return TaskPage(tasks: page, next: more ? page.last?.sequence : nil)
     }
 
     /// Tasks by state across the sessions whose identifiers `visible` accepts (every session by

@@ -6,9 +6,12 @@ import TransferStore
 /// session's, or a blob's (`session` nil). An ephemeral session's keys live only in the API's
 /// memory, as the session does.
 extension TaskCoordinator {
-    package func keptReply(scope: String, session: String?) -> StoredReply? {
-        guard let store = replyStore(session) else { return nil }
-        return try? store.reply(scope: scope, now: Timestamp.now())
+    /// Hands `answer` the reply kept for `scope`: at once when none can be stored for it, else
+    /// once the store's readers looked (nil too when the store could not be read: the request
+    /// then acts, as one without a key would).
+    package func keptReply(scope: String, session: String?, answer: @escaping @Sendable (StoredReply?) -> Void) {
+        guard let store = replyStore(session) else { return answer(nil) }
+        store.read({ try store.reply(scope: scope, now: Timestamp.now()) }) { answer(try? $0.get()) }
     }
 
     /// Stores the reply, then `then` (also when it could not be stored: the reply still goes out,

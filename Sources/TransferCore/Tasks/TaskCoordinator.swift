@@ -269,34 +269,6 @@ package final class TaskCoordinator: @unchecked Sendable {
         return session
     }
 
-    /// The task's current record: from memory, or for a completed task of a durable session (not
-    /// kept in memory), from the store.
-    package func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
-        if let snapshot = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }) {
-            return snapshot
-        }
-        let stored: TaskRecord?
-        do {
-            stored = try store(of: session).loadTask(session: session.identifier, id: id)
-        } catch {
-            // Not "does not exist": a client told so would create the task again, or give up on it.
-            throw Refusal.storeFailure(error)
-        }
-        guard let stored else { throw Refusal.notFound("task \(id)") }
-        return stored
-    }
-
-    /// The task object as the API returns it, encoded (cached for tasks that are not moving).
-    package func taskJSON(_ session: SessionState, _ id: String) throws(Refusal) -> [UInt8] {
-        if let bytes = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.json } }) { return bytes }
-        let (cached, generation) = completedReplies.lookup(session: session.identifier, id: id)
-        if let cached { return cached }
-        let record = try record(session, id)
-        let bytes = record.jsonBytes()
-        if record.isCompleted { completedReplies.insert(bytes, session: session.identifier, id: id, generation: generation) }
-        return bytes
-    }
-
     /// The in-memory entry of a task that has not completed (every such task is in memory).
     func liveEntry(_ session: SessionState, _ id: String) -> TaskEntry? {
         session.locked { session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0 } }

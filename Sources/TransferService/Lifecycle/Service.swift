@@ -119,7 +119,7 @@ public final class Service: Sendable {
         server = try HTTPServer(configuration: serverConfiguration, router: router, logger: logger)
         readiness.register("http") { true }
         let store = store
-        readiness.register("store") { store.isAvailable() }
+        readiness.register("store", runsOn: store.submitRead) { store.isAvailable() }
         if let cluster {
             cluster.start()
             readiness.register("leases") { [membership = cluster.membership] in membership.holdsLeases }

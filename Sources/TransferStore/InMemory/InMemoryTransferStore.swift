@@ -47,6 +47,9 @@ package final class InMemoryTransferStore: TransferStore {
 
     package func isAvailable() -> Bool { true }
 
+    /// Reading memory under a lock is quick: no thread is worth the hop.
+    package func submitRead(_ read: @escaping @Sendable () -> Void) { read() }
+
     private func read<T>(_ body: (InMemoryState) throws -> T) rethrows -> T {
         try state.withLock { try body($0.value) }
     }
