@@ -21,30 +21,38 @@ struct BlobRoutes {
                 coordinator.fileWork.async(execute: work)
             }
         }
-        table.add("GET", "/v1/blobs/{blob}", .blob) { request, _, responder in
-            RouteSupport.answer(responder) { () throws(Refusal) in
-                try RouteSupport.checkQuery(request, allowed: [])
-                coordinator.blob(request.parameters["blob"] ?? "") { found in
-                    RouteSupport.answer(responder) { () throws(Refusal) in
-                        let blob = try found.get()
-                        responder.respond(RouteSupport.json { blob.encode(into: &$0) })
+        table.add("GET", "/v1/blobs/{blob}", .blob) { request, principal, responder in
+            BlobRoutes.permitted(request, principal, coordinator, responder) { blob in
+                responder.respond(RouteSupport.json { blob.encode(into: &$0) })
+            }
+        }
+        table.add("DELETE", "/v1/blobs/{blob}", .blob) { request, principal, responder in
+            BlobRoutes.permitted(request, principal, coordinator, responder) { blob in
+                coordinator.deleteBlob(blob) { result in
+                    switch result {
+                    case .success: responder.respond(HTTPResponse(status: 204))
+                    case .failure(let error): responder.respond(error.response)
                     }
                 }
             }
         }
-        table.add("DELETE", "/v1/blobs/{blob}", .blob) { request, _, responder in
+    }
+
+    /// Hands `act` the blob the path names once it is read (on the store's readers) and the caller
+    /// may have it: the access decision the gate leaves to these routes, taken before anything
+    /// else is checked, as the gate would have. A refusal is answered.
+    static func permitted(_ request: HTTPRequest, _ principal: Principal, _ coordinator: TaskCoordinator, _ responder: Responder,
+                          _ act: @escaping @Sendable (Blob) -> Void)
+    {
+        let id = request.parameters["blob"] ?? ""
+        coordinator.blob(id) { found in
             RouteSupport.answer(responder) { () throws(Refusal) in
-                try RouteSupport.checkQuery(request, allowed: [])
-                coordinator.blob(request.parameters["blob"] ?? "") { found in
-                    RouteSupport.answer(responder) { () throws(Refusal) in
-                        coordinator.deleteBlob(try found.get()) { result in
-                            switch result {
-                            case .success: responder.respond(HTTPResponse(status: 204))
-                            case .failure(let error): responder.respond(error.response)
-                            }
-                        }
-                    }
+                let owner = try Refusal.absentIfNotFound { () throws(Refusal) in try found.get() }.map(\.principal)
+                if let refusal = Access.decide(principal, method: request.method, resource: .blob, identifier: nil, blob: id, blobOwner: { _ in owner }) {
+                    throw refusal
                 }
+                try RouteSupport.checkQuery(request, allowed: [])
+                act(try found.get())
             }
         }
     }

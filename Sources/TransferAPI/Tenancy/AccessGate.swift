@@ -6,21 +6,17 @@ import TransferModel
 /// Stands in front of every `/v1` handler: finds the principal from the bearer token (RFC 6750),
 /// spends one of its requests, decides whether it may do this to what the path names, and
 /// arranges the audit line of a change. The handler then receives the principal in
-/// `HTTPRequest.identity`.
+/// `HTTPRequest.identity`. A blob's routes decide themselves, once they have read the blob (its
+/// owner is in the store, which a guard on the event loop must not wait for: `BlobRoutes`).
 package struct AccessGate: Sendable {
     let directory: PrincipalDirectory
-    /// A client blob's owner: nil when there is no such blob.
-    let blobOwner: @Sendable (String) throws(Refusal) -> String??
     let audit: Logger
     /// Cluster mode: recognises requests another replica forwarded, whose request budget that
     /// replica spent already.
     let forwarded: ForwardingProof?
 
-    package init(directory: PrincipalDirectory, blobOwner: @escaping @Sendable (String) throws(Refusal) -> String??, audit: Logger,
-                 forwarded: ForwardingProof? = nil)
-    {
+    package init(directory: PrincipalDirectory, audit: Logger, forwarded: ForwardingProof? = nil) {
         self.directory = directory
-        self.blobOwner = blobOwner
         self.audit = audit
         self.forwarded = forwarded
     }
@@ -50,9 +46,9 @@ package struct AccessGate: Sendable {
                 retryAfter = decision.retryAfter
             }
         }
-        if refusal == nil, let resource {
+        if refusal == nil, let resource, resource != .blob {
             refusal = Access.decide(principal, method: request.method, resource: resource, identifier: request.parameters["identifier"],
-                                    blob: request.parameters["blob"], blobOwner: blobOwner)
+                                    blob: nil) { _ in nil }
         }
         var denial = refusal?.response
         if let retryAfter { denial?.headers.add("Retry-After", String(retryAfter)) }

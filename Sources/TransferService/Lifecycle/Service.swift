@@ -91,10 +91,7 @@ public final class Service: Sendable {
         let processMetrics = ProcessMetrics(registry: metrics, startTime: startedAt)
         let readiness = readiness
         let coordinator = coordinator
-        let gate = AccessGate(directory: principals, blobOwner: { id throws(Refusal) in
-                                  try Refusal.absentIfNotFound { () throws(Refusal) in try coordinator.blob(id).principal }
-                              },
-                              audit: logger, forwarded: cluster?.forwarder.proof)
+        let gate = AccessGate(directory: principals, audit: logger, forwarded: cluster?.forwarder.proof)
         let rates = TransferRates(engine: engine, clock: coordinator.clock)
         let forwarding = cluster?.forwarding
         let router = Router { table in

@@ -89,8 +89,7 @@ final class ReplicaPair: @unchecked Sendable {
         try coordinator.recover()
         // As in cluster mode: the store is the replicas' shared one (sessions B holds are there).
         coordinator.sharesStore = true
-        let gate = AccessGate(directory: PrincipalDirectory(apiTokens: [Self.token], authFile: nil, roots: roots),
-                              blobOwner: { _ in nil }, audit: logger)
+        let gate = AccessGate(directory: PrincipalDirectory(apiTokens: [Self.token], authFile: nil, roots: roots), audit: logger)
         let forwarder = ReplicaForwarder(advertisedAddress: "127.0.0.1:7001", proof: ForwardingProof(secret: Self.secret), limits: limits)
         self.forwarder = forwarder
         let placement = TablePlacement(holders: ["s-b": "127.0.0.1:\(holder.boundAddress.port)"].merging(holders) { $1 })
