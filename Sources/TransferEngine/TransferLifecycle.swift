@@ -1,3 +1,5 @@
+import TransferVocabulary
+
 /// One transfer's life in the engine as a value: waiting for a running slot, its files being
 /// opened, its easy handle in the multi handle (and why that handle is paused, or what comes after
 /// it), and how it ended. `handle` takes what happened and says what the loop must do; the loop
