@@ -1,12 +1,15 @@
 import Dispatch
 import Reactor
 
-/// Where a store's reads run for callers that must not wait for them (an HTTP event loop): on
-/// Dispatch's threads, at most `width` at once, started in the order they came. The bound keeps a
-/// database that stalls (a lock held, a server gone) from taking a thread — and, for PostgreSQL, a
-/// connection — per waiting request; reads beyond it queue here, costing nothing but memory.
+/// Where a store's reads run for callers that must not wait for them (an HTTP event loop): at
+/// most `width` at once, started in the order they came. The bound keeps a database that stalls (a
+/// lock held, a server gone) from taking a thread — and, for PostgreSQL, a connection — per waiting
+/// request; reads beyond it queue here, costing nothing but memory. The reads run on a Dispatch
+/// queue of their own, which is given a thread for each while one blocks: on Dispatch's shared
+/// pool, reads stuck in the database would hold the few threads other work waits for.
 package final class StoreReaders: Sendable {
     private let width: Int
+    private let queue = DispatchQueue(label: "transferd.store-reads", attributes: .concurrent)
     private let state = Locked<(queued: [@Sendable () -> Void], running: Int)>(([], 0))
 
     package init(width: Int) {
@@ -21,7 +24,7 @@ package final class StoreReaders: Sendable {
             s.running += 1
             return true
         }
-        if start { DispatchQueue.global().async { [self] in drain() } }
+        if start { queue.async { [self] in drain() } }
     }
 
     /// Runs queued reads one after another until none is left, then gives its slot back.

@@ -14,7 +14,7 @@ extension TaskCoordinator {
     /// Runs `query` on the store's readers; a failure is a refusal, never "nothing": a client told
     /// a task does not exist would create it again, or give up on it.
     func readStore<T>(_ store: any TransferStore, _ query: @escaping @Sendable (any TransferStore) throws -> T,
-                 answer: @escaping @Sendable (Result<T, Refusal>) -> Void)
+                      answer: @escaping @Sendable (Result<T, Refusal>) -> Void)
     {
         store.read({ try query(store) }) { answer($0.mapError { Refusal.storeFailure($0) }) }
     }
