@@ -16,8 +16,8 @@ import TransferModel
 final class DelegateChannel: @unchecked Sendable {
     private let session: SessionState
     private let deliveries: Deliveries
-    /// Everything below is confined to this queue.
-    private let queue = DispatchQueue(label: "transferd.delegate")
+    /// Everything below is confined to the session's executor.
+    private var queue: DispatchQueue { session.executor }
     /// The delegate it delivers to; `use` replaces it.
     private var delegate: Delegate
     private var delivery: DeliveryLifecycle
@@ -103,6 +103,7 @@ final class DelegateChannel: @unchecked Sendable {
     }
 
     private func save() {
+        dispatchPrecondition(condition: .onQueue(queue))
         saveScheduled = false
         let attempts = unsaved
         unsaved = []
@@ -110,6 +111,7 @@ final class DelegateChannel: @unchecked Sendable {
     }
 
     private func noteProgress(_ attempt: DeliveryAttempt? = nil) {
+        dispatchPrecondition(condition: .onQueue(queue))
         if let attempt { unsaved.append(attempt) }
         guard !saveScheduled else { return }
         saveScheduled = true
@@ -119,6 +121,7 @@ final class DelegateChannel: @unchecked Sendable {
     /// Offers the lifecycle events while it wants them; those the delegate does not want are
     /// skipped, which counts them as delivered.
     private func pump() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped else { return }
         while delivery.wantsEvent, let event = nextEvent() {
             guard delegate.wants(event.type) else {
@@ -152,6 +155,7 @@ final class DelegateChannel: @unchecked Sendable {
     }
 
     private func perform(_ actions: [DeliveryLifecycle.Action]) {
+        dispatchPrecondition(condition: .onQueue(queue))
         for action in actions {
             switch action {
             case .send(let seq, let attempt):
@@ -176,6 +180,7 @@ final class DelegateChannel: @unchecked Sendable {
     }
 
     private func finished(_ event: Event, attempt: Int, generation sent: Int, outcome: TransferOutcome) {
+        dispatchPrecondition(condition: .onQueue(queue))
         // Stopped because transferd is stopping: no answer either way; the next start sends it.
         guard outcome.stopReason != .shutdown else { return }
         deliveries.metrics.webhookAttempt(event, status: outcome.failure == nil ? outcome.response?.status : nil)
@@ -214,6 +219,7 @@ final class DelegateChannel: @unchecked Sendable {
     }
 
     private func scheduleRetry(_ seq: Int64, after delay: Double) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let generation = generation
         deliveries.clock.schedule(after: delay, on: queue) { [self] in
             guard !stopped, generation == self.generation else { return }
@@ -223,6 +229,7 @@ final class DelegateChannel: @unchecked Sendable {
 
     /// Progress is live only: one attempt, no retry, no record.
     private func pushProgress(_ event: Event) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped, delegate.wants(.taskProgress) else { return }
         deliveries.deliver(event, to: delegate, session: session) { _ in }
     }

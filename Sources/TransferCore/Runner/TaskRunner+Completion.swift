@@ -87,11 +87,14 @@ extension TaskRunner {
         // Its completion, numbered with its events, ends the session's busy period when the task
         // counts as busy: counted in busyTasksEnding from then until it is published.
         let endsBusy = session.locked { entry.record.state == .running || entry.record.state == .canceling }
+        // Its file goes once the row has, on the file pool (not on the store's completion queue).
+        var removeBlob: (@Sendable () -> Void)?
+        if ownedBlob != nil {
+            removeBlob = { @Sendable [files] in files.fileWork.async { files.removeOwnedBlobFile(of: completed) } }
+        }
         commit(completed, of: entry, in: session, events: { api in
             TaskRunner.completionEvents(completed, api: api, endsBusy: endsBusy)
-        }, endsBusy: endsBusy, also: ownedBlob.map { [.deleteBlob($0)] } ?? [], then: { [self] in
-            files.removeOwnedBlobFile(of: completed)
-        })
+        }, endsBusy: endsBusy, also: ownedBlob.map { [.deleteBlob($0)] } ?? [], then: removeBlob)
     }
 
     /// `task.finished_downloading` (a download that succeeded) and `task.completed` (with the

@@ -81,7 +81,11 @@ struct TaskRunner: Sendable {
                     return record
                 }
                 if case .scheduleStart(let delay, .retrying)? = rest.first { record.nextAttemptAt = clock.now().adding(seconds: delay) }
-                return commit(record, of: entry, in: session, then: { [self] in perform(rest, of: entry, in: session) })
+                // The rest (a partial file renamed for resume data, a start) is file work: off the
+                // store's completion queue, which must stay quick.
+                return commit(record, of: entry, in: session, then: { [self] in
+                    files.fileWork.async { perform(rest, of: entry, in: session) }
+                })
             case .startTransfer:
                 startTransfer(entry, in: session)
             case .scheduleStart(let delay, _):
@@ -96,7 +100,8 @@ struct TaskRunner: Sendable {
     /// Starts the task once `delay` has passed, unless meanwhile it was suspended, cancelled or
     /// started otherwise (its lifecycle tells: a timer is never withdrawn).
     func startLater(_ entry: TaskEntry, in session: SessionState, after delay: Double) {
-        clock.schedule(after: delay) { [self] in
+        // On the file pool: a start finds its body and takes over a partial file.
+        clock.schedule(after: delay, on: files.fileWork) { [self] in
             perform(session.locked { step(entry, .startDue) }, of: entry, in: session)
         }
     }
