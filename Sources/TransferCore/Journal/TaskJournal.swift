@@ -173,3 +173,9 @@ final class TaskJournal: Sendable {
         persist(session, reportedBy: entry, [.updateTaskKeepingState(record, document: record.storageDocument())]) { _ in }
     }
 }
+
+extension Refusal {
+    package static func storeFailure(_ error: Error) -> Refusal {
+        Refusal(.unavailable, "store_unavailable", "the store cannot be read or written now (\(error)); nothing was changed, retry shortly")
+    }
+}

@@ -9,44 +9,23 @@ import TransferStore
 
 /// The service core as the API sees it: a façade over rooms that each own one job — the journal
 /// (`TaskJournal`), task files (`TaskFiles`), the runner (`TaskRunner`, `TaskControl`,
-/// `TaskCreation`), long-polls (`LongPolls`), deliveries (`Deliveries`), the end of sessions
-/// (`SessionRetirement`) and cluster tenure (`ClusterTenure`). It wires them, and keeps the
-/// method names the API calls; sessions' creation and recovery, which configure the engine, are
-/// its own.
-package final class TaskCoordinator: Sendable {
-    package let registry = SessionRegistry()
-    /// Returns freed memory to the system when a session's burst of work ends.
-    let heapTrimmer = HeapTrimmer()
-    /// Encodings of completed tasks read lately (a durable session's are not in memory).
-    let completedReplies = CompletedReplyCache()
-    /// Where durable sessions are kept (SQLite, in the service).
-    let store: any TransferStore
-    package let blobs: BlobStore?
-    package let engine: TransferEngine
-    let layout: DataLayout
-    package let allowedRoots: AllowedRoots
-    package let limits: Limits
-    let logger: Logger
+/// `TaskCreation`), long-polls (`LongPolls`), deliveries (`Deliveries`), sessions
+/// (`SessionKeeper`, `SessionRecovery`, `SessionRetirement`) and cluster tenure (`ClusterTenure`).
+/// It wires them once, keeps the method names the API calls, and sets up the engine's side of a
+/// session (`SessionEngineSetup`).
+package final class TaskCoordinator: SessionEngineSetup, Sendable {
     /// Timers of the service, on a loop of their own: the API's, and the core's through `time`.
     package let clock: EventLoop
-    /// Time as the core's rooms see it (a fake one in tests).
-    let time: any ServiceClock
     /// Blocking file work (fsync, rename, hashing) happens here, never on an event loop.
     package let fileWork = DispatchQueue(label: "transferd.files", attributes: .concurrent)
-    /// What `/metrics` shows of tasks, transfers and webhooks.
-    package let metrics: ServiceMetrics
-    /// Cluster mode: serialises taking sessions over (`adopt`).
-    let adoptions = Lock()
 
-    let journal: TaskJournal
-    let files: TaskFiles
-    let tenure: ClusterTenure
-    let retirement: SessionRetirement
-    let deliveries: Deliveries
     let runner: TaskRunner
     let control: TaskControl
     let creation: TaskCreation
     let waits: LongPolls
+    let deliveries: Deliveries
+    let sessions: SessionKeeper
+    let recovery: SessionRecovery
 
     package struct Limits: Sendable {
         /// Largest response body a data task may keep.
@@ -74,39 +53,54 @@ package final class TaskCoordinator: Sendable {
                  limits: Limits, resumeKey: [UInt8], logger: Logger, metrics: ServiceMetrics = ServiceMetrics(),
                  time: (any ServiceClock)? = nil)
     {
-        self.metrics = metrics
-        self.store = store
-        self.blobs = blobs
-        self.engine = engine
-        self.layout = layout
-        self.allowedRoots = allowedRoots
-        self.limits = limits
-        self.logger = logger
         clock = EventLoop(name: "service-timers")
         clock.start()
         let time = time ?? LoopClock(loop: clock)
-        self.time = time
-        journal = TaskJournal(store: store, registry: registry, clock: time, logger: logger)
-        files = TaskFiles(layout: layout, allowedRoots: allowedRoots, blobs: blobs, resumeKey: resumeKey,
-                          maxBodyBytes: limits.maxDataBodyBytes, fileWork: fileWork, journal: journal, logger: logger)
-        tenure = ClusterTenure(store: store, registry: registry, engine: engine, completedReplies: completedReplies, clock: time,
-                               logger: logger)
-        retirement = SessionRetirement(engine: engine, journal: journal, files: files, tenure: tenure, completedReplies: completedReplies)
+        let registry = SessionRegistry(), completedReplies = CompletedReplyCache()
+        let journal = TaskJournal(store: store, registry: registry, clock: time, logger: logger)
+        let files = TaskFiles(layout: layout, allowedRoots: allowedRoots, blobs: blobs, resumeKey: resumeKey,
+                              maxBodyBytes: limits.maxDataBodyBytes, fileWork: fileWork, journal: journal, logger: logger)
+        let tenure = ClusterTenure(store: store, registry: registry, engine: engine, completedReplies: completedReplies, clock: time,
+                                   logger: logger)
+        let retirement = SessionRetirement(engine: engine, journal: journal, files: files, tenure: tenure,
+                                           completedReplies: completedReplies)
         deliveries = Deliveries(engine: engine, journal: journal, retirement: retirement, metrics: metrics, clock: time,
                                 logger: logger, schedule: limits.webhookSchedule)
         runner = TaskRunner(engine: engine, journal: journal, files: files, retirement: retirement, tenure: tenure, limits: limits,
-                            metrics: metrics, heapTrimmer: heapTrimmer)
+                            metrics: metrics, heapTrimmer: HeapTrimmer())
         control = TaskControl(runner: runner, completedReplies: completedReplies)
         creation = TaskCreation(runner: runner, defaultDigests: limits.defaultDigests)
         waits = LongPolls(journal: journal, clock: time, reads: fileWork)
+        sessions = SessionKeeper(deliveries: deliveries, control: control)
+        recovery = SessionRecovery(journal: journal, runner: runner, deliveries: deliveries)
     }
+
+    // What the rooms own, as the API and the façade's own files reach it.
+    package var registry: SessionRegistry { journal.registry }
+    package var engine: TransferEngine { runner.engine }
+    package var limits: Limits { runner.limits }
+    package var metrics: ServiceMetrics { runner.metrics }
+    package var blobs: BlobStore? { files.blobs }
+    package var allowedRoots: AllowedRoots { files.allowedRoots }
+    /// Where durable sessions are kept (SQLite, in the service).
+    var store: any TransferStore { journal.store }
+    var logger: Logger { journal.logger }
+    /// Encodings of completed tasks read lately (a durable session's are not in memory).
+    var completedReplies: CompletedReplyCache { control.completedReplies }
+    var heapTrimmer: HeapTrimmer { runner.heapTrimmer }
+    var journal: TaskJournal { runner.journal }
+    var files: TaskFiles { runner.files }
+    var tenure: ClusterTenure { runner.tenure }
+    var retirement: SessionRetirement { runner.retirement }
+    /// Time as the core's rooms see it (a fake one in tests).
+    var time: any ServiceClock { journal.clock }
 
     /// Answers every long-poll now with what there is (and any new one at once): the first step
     /// of a shutdown, so their clients get an answer before connections close.
     package func endWaits() { waits.end() }
 
     package func shutdown() {
-        interruptDefaultTasksAtRest()
+        recovery.interruptDefaultTasksAtRest()
         // Webhook bookkeeping waiting for its batch is stored while the store is still open.
         for session in registry.all { session.locked { session.channel }?.saveNow() }
         clock.stopAndJoin()
@@ -114,6 +108,31 @@ package final class TaskCoordinator: Sendable {
 
     /// The store that keeps `session`: its mode decides.
     func store(of session: SessionState) -> any TransferStore { journal.store(of: session) }
+
+    // MARK: sessions
+
+    /// `PUT /v1/sessions/{identifier}`: creates (`created` true) or re-attaches.
+    package func putSession(_ identifier: String, _ request: SessionRequest,
+                            completion: @escaping @Sendable (Result<(SessionState, created: Bool, secret: String?), Refusal>) -> Void)
+    {
+        sessions.putSession(identifier, request, setup: self, completion: completion)
+    }
+
+    package func invalidate(_ session: SessionState, mode: SessionLifecycle.InvalidateMode,
+                            completion: @escaping @Sendable (Result<Void, Refusal>) -> Void)
+    {
+        sessions.invalidate(session, mode: mode, completion: completion)
+    }
+
+    package func reset(_ session: SessionState, done: @escaping @Sendable () -> Void) { sessions.reset(session, done: done) }
+    package func flush(_ session: SessionState, done: @escaping @Sendable () -> Void) { sessions.flush(session, done: done) }
+
+    /// Start-up: sessions and unfinished tasks come back from the store.
+    package func recover() throws { try recovery.recover(setup: self) }
+
+    /// Cluster mode: this replica took the leases of `identifiers`; returns those adopted.
+    @discardableResult
+    package func adopt(_ identifiers: [String]) throws -> [String] { try recovery.adopt(identifiers, setup: self) }
 
     // MARK: lookups
 
@@ -240,7 +259,7 @@ package final class TaskCoordinator: Sendable {
     /// Every few seconds, running tasks' progress goes to the store in one transaction.
     package func startProgressFlushing(every seconds: Double = 5) { journal.startProgressFlushing(every: seconds) }
 
-    package func collectMetrics() { metrics.collect(from: registry, engine: engine, dataDirectory: layout.root) }
+    package func collectMetrics() { metrics.collect(from: registry, engine: engine, dataDirectory: files.layout.root) }
 
     // MARK: cluster tenure
 

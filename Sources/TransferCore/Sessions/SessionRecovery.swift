@@ -1,21 +1,40 @@
 import Glibc
 import JSON
-import TransferModel
 import Lifecycles
+import Logging
+import Reactor
+import TransferModel
 import TransferStore
 
-extension TaskCoordinator {
+/// Sessions and their unfinished tasks brought back from the store: at start-up, and in cluster
+/// mode when this replica takes sessions over; and, at shutdown, a default session's tasks at rest
+/// completed. The engine's side of each session is set up by the caller (`SessionEngineSetup`).
+struct SessionRecovery: Sendable {
+    let journal: TaskJournal
+    let runner: TaskRunner
+    let deliveries: Deliveries
+    /// Cluster mode: serialises taking sessions over (`adopt`).
+    let adoptions = Lock()
+
+    private var store: any TransferStore { journal.store }
+    private var registry: SessionRegistry { journal.registry }
+    private var files: TaskFiles { runner.files }
+    private var retirement: SessionRetirement { runner.retirement }
+    private var layout: DataLayout { runner.files.layout }
+    private var time: any ServiceClock { journal.clock }
+    private var logger: Logger { journal.logger }
+
     /// This replica took the leases of `identifiers`: they come into memory as at a start-up, their
     /// background tasks continuing from their partial files (Range) and their deliveries from what
     /// was delivered. A session already in memory is left as it is. Returns those adopted.
     /// One adoption at a time: the claiming round and a request's look-up may both come to adopt
     /// the same session, and two copies of it in memory would run each task twice.
     @discardableResult
-    package func adopt(_ identifiers: [String]) throws -> [String] {
-        try adoptions.withLock { try adoptOnce(identifiers) }
+    func adopt(_ identifiers: [String], setup: some SessionEngineSetup) throws -> [String] {
+        try adoptions.withLock { try adoptOnce(identifiers, setup: setup) }
     }
 
-    private func adoptOnce(_ identifiers: [String]) throws -> [String] {
+    private func adoptOnce(_ identifiers: [String], setup: some SessionEngineSetup) throws -> [String] {
         let wanted = Set(identifiers.filter { registry.session($0) == nil })
         guard !wanted.isEmpty else { return [] }
         var rows = try store.loadSessions().filter { wanted.contains($0.identifier) }
@@ -29,7 +48,7 @@ extension TaskCoordinator {
         guard !rows.isEmpty else { return [] }
         let summaries = try store.loadSessionSummaries(rows.map(\.identifier))
         let tasks = try store.loadUnfinishedTasks().filter { wanted.contains($0.session) }
-        restore(rows, summaries: summaries, tasks: tasks)
+        restore(rows, summaries: summaries, tasks: tasks, setup: setup)
         for row in rows { logger.info("session taken over", metadata: ["session": .string(row.identifier)]) }
         return rows.map(\.identifier)
     }
@@ -37,10 +56,10 @@ extension TaskCoordinator {
     /// Start-up: sessions and unfinished tasks come back from the store (completed tasks stay on
     /// disk until asked for), and each unfinished task is treated as its session's mode says:
     /// a background task continues, a default one completes with `interrupted`.
-    package func recover() throws {
+    func recover(setup: some SessionEngineSetup) throws {
         let recoveryStarted = time.now()
         let rows = try store.loadSessions()
-        restore(rows, summaries: try store.loadSessionSummaries(rows.map(\.identifier)), tasks: try store.loadUnfinishedTasks())
+        restore(rows, summaries: try store.loadSessionSummaries(rows.map(\.identifier)), tasks: try store.loadUnfinishedTasks(), setup: setup)
         sweepOrphanDirectories()
         // Anything the earlier run left behind; a margin for coarse file-system clocks keeps
         // what this start-up just renamed (partials kept for resume data) out of it.
@@ -50,12 +69,12 @@ extension TaskCoordinator {
     /// Brings stored sessions and their unfinished tasks into memory — at start-up, or in cluster
     /// mode when this replica takes sessions over — and treats each task as its session's mode
     /// says: a background task continues, a default one completes with `interrupted`.
-    func restore(_ rows: [StoredSession], summaries: [String: SessionSummary], tasks: [TaskRecord]) {
+    func restore(_ rows: [StoredSession], summaries: [String: SessionSummary], tasks: [TaskRecord], setup: some SessionEngineSetup) {
         var restored: [SessionState] = []
         for row in rows {
             guard let session = SessionState.restoring(row, summary: summaries[row.identifier], at: time.now(), logger: logger) else { continue }
             registry.insert(session)
-            restoreEngine(session)
+            setup.restoreEngine(session)
             restored.append(session)
         }
         // Tasks that end are completed before any other starts, so a start-up's completions are
@@ -81,7 +100,7 @@ extension TaskCoordinator {
         // An interrupted download leaves resume data where it can be continued.
         let interrupted = TaskError(code: .interrupted, message: "transferd stopped while the task was unfinished")
         for (entry, session, actions) in toEnd + toStart {
-            runner.perform(actions, of: entry, in: session, ending: TaskCoordinator.restartEnding(of: entry.record, in: session, interrupted))
+            runner.perform(actions, of: entry, in: session, ending: SessionRecovery.restartEnding(of: entry.record, in: session, interrupted))
         }
         for session in restored {
             retirement.checkInvalidation(session)

@@ -6,40 +6,29 @@ import TransferEngine
 import TransferModel
 import TransferStore
 
-extension TaskCoordinator {
-    /// What a session PUT asks for.
-    package struct SessionRequest: Sendable {
-        var mode: SessionMode
-        var configuration: SessionConfiguration
-        var configurationJSON: JSONValue
-        /// The configuration as the engine applies it (TLS files already read).
-        var settings: SessionSettings
-        /// nil: keep what the session has; `.some(nil)`: remove it; `.some(d)`: set it.
-        var delegate: Delegate??
-        /// The request named no secret (one is kept or generated).
-        var delegateSecretGenerated: Bool
+/// Sessions as clients create, change and invalidate them (`PUT`, `DELETE`, reset, flush). The
+/// engine's side of a session's configuration is set up by the caller (`SessionEngineSetup`).
+struct SessionKeeper: Sendable {
+    let deliveries: Deliveries
+    /// Invalidating cancels tasks.
+    let control: TaskControl
 
-        package init(mode: SessionMode, configuration: SessionConfiguration, configurationJSON: JSONValue, settings: SessionSettings, delegate: Delegate?? = nil, delegateSecretGenerated: Bool) {
-            self.mode = mode
-            self.configuration = configuration
-            self.configurationJSON = configurationJSON
-            self.settings = settings
-            self.delegate = delegate
-            self.delegateSecretGenerated = delegateSecretGenerated
-        }
-    }
-
+    private var engine: TransferEngine { control.runner.engine }
+    private var journal: TaskJournal { control.runner.journal }
+    private var retirement: SessionRetirement { control.runner.retirement }
+    private var tenure: ClusterTenure { control.runner.tenure }
+    private var registry: SessionRegistry { journal.registry }
     /// `PUT /v1/sessions/{identifier}`: creates (`created` true) or re-attaches. Re-attaching with
     /// another mode is a conflict; a new configuration replaces the old one. An invalidated
     /// session's identifier is free: the old session goes, a new one is created. A generated
     /// delegate secret is returned (once).
-    package func putSession(_ identifier: String, _ request: SessionRequest,
+    func putSession(_ identifier: String, _ request: TaskCoordinator.SessionRequest, setup: some SessionEngineSetup,
                     completion: @escaping @Sendable (Result<(SessionState, created: Bool, secret: String?), Refusal>) -> Void)
     {
         if let existing = registry.session(identifier) {
             let actions = existing.locked { retirement.lifecycleActions(existing, .reattach) }
             if actions?.contains(.createAnew) == true {
-                return retirement.remove(existing) { [self] in putSession(identifier, request, completion: completion) }
+                return retirement.remove(existing) { [self] in putSession(identifier, request, setup: setup, completion: completion) }
             }
             guard existing.mode == request.mode else {
                 return completion(.failure(Refusal(.conflict, "mode_conflict",
@@ -51,10 +40,10 @@ extension TaskCoordinator {
             let (row, secret) = existing.locked { () -> (StoredSession, String?) in
                 existing.configuration = request.configuration
                 existing.configurationJSON = request.configurationJSON
-                let secret = TaskCoordinator.apply(request, to: existing)
+                let secret = SessionKeeper.apply(request, to: existing)
                 return (existing.storedRow, secret)
             }
-            configureEngine(existing, settings: request.settings, cookies: nil)
+            setup.configureEngine(existing, settings: request.settings, cookies: nil)
             journal.persist(existing, [.upsertSession(row)]) { [self] result in
                 switch result {
                 case .success:
@@ -66,14 +55,14 @@ extension TaskCoordinator {
             return
         }
         let session = SessionState(identifier: identifier, mode: request.mode, configuration: request.configuration,
-                                   configurationJSON: request.configurationJSON, createdAt: time.now())
-        let secret = TaskCoordinator.apply(request, to: session)
+                                   configurationJSON: request.configurationJSON, createdAt: journal.clock.now())
+        let secret = SessionKeeper.apply(request, to: session)
         let row = session.storedRow
         journal.persist(session, [.upsertSession(row)]) { [self] result in
             switch result {
             case .success:
                 tenure.announceEphemeral(session, .upsertSession(row))
-                configureEngine(session, settings: request.settings, cookies: [])
+                setup.configureEngine(session, settings: request.settings, cookies: [])
                 registry.insert(session)
                 deliveries.updateDelegateChannel(session)
                 completion(.success((session, true, secret)))
@@ -86,7 +75,7 @@ extension TaskCoordinator {
     /// Sets the session's delegate as the request says (lock held). A re-attach that names the
     /// same delegate without a secret keeps the secret it has; otherwise a generated one is
     /// returned, to be shown once.
-    private static func apply(_ request: SessionRequest, to session: SessionState) -> String? {
+    private static func apply(_ request: TaskCoordinator.SessionRequest, to session: SessionState) -> String? {
         guard case .some(let wanted) = request.delegate else { return nil }
         guard var delegate = wanted else {
             session.delegate = nil
@@ -104,7 +93,7 @@ extension TaskCoordinator {
     /// `DELETE /v1/sessions/{identifier}`: `finish` lets running tasks complete
     /// (finishTasksAndInvalidate), `cancel` cancels them (invalidateAndCancel). Tasks that were
     /// never started or are suspended cannot finish on their own, so both modes cancel those.
-    package func invalidate(_ session: SessionState, mode: SessionLifecycle.InvalidateMode,
+    func invalidate(_ session: SessionState, mode: SessionLifecycle.InvalidateMode,
                     completion: @escaping @Sendable (Result<Void, Refusal>) -> Void)
     {
         let (row, toCancel): (StoredSession?, [TaskEntry]) = session.locked {
@@ -140,19 +129,13 @@ extension TaskCoordinator {
     /// `POST …/reset`: forget cookies (in memory and on disk), the DNS and TLS session caches and
     /// kept-alive connections; `done` once the store forgot the cookies too. Configured
     /// `credentials` stay: they are configuration, changed by a PUT.
-    package func reset(_ session: SessionState, done: @escaping @Sendable () -> Void) {
+    func reset(_ session: SessionState, done: @escaping @Sendable () -> Void) {
         engine.resetSession(session.identifier, done: done)
     }
 
     /// `POST …/flush`: write the session's cookies out (`done` once stored); future requests go
     /// out on new connections.
-    package func flush(_ session: SessionState, done: @escaping @Sendable () -> Void) {
+    func flush(_ session: SessionState, done: @escaping @Sendable () -> Void) {
         engine.flushSession(session.identifier, done: done)
-    }
-}
-
-extension Refusal {
-    package static func storeFailure(_ error: Error) -> Refusal {
-        Refusal(.unavailable, "store_unavailable", "the store cannot be read or written now (\(error)); nothing was changed, retry shortly")
     }
 }
