@@ -199,11 +199,11 @@ struct TaskCreation: Sendable {
                     }
                 }
                 // Starting finds bodies and takes over partial files: file work, off the store's
-                // completion queue.
+                // completion queue. Answered once started, as before the hop.
                 runner.files.fileWork.async { [runner] in
                     for (entry, actions) in created { runner.perform(actions, of: entry, in: session) }
+                    completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
                 }
-                completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
             case .failure(StoreError.conflict(let existing)):
                 // A task `replay(in:)` did not see: stored meanwhile, by a retry that overtook this one.
                 if let idempotency, existing.idempotencyKey == idempotency.key {

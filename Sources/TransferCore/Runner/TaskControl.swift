@@ -51,8 +51,11 @@ struct TaskControl: Sendable {
                 return (runner.step(entry, event), entry.transfer)
             }
             if actions.contains(.stopTransfer(.suspended)) { handle?.stop(.suspended) }
-            runner.perform(actions, of: entry, in: session)
-            completion(.success(session.locked { entry.snapshot }))
+            // A resume starts the task, which is file work: off the store's completion queue.
+            runner.files.fileWork.async { [runner] in
+                runner.perform(actions, of: entry, in: session)
+                completion(.success(session.locked { entry.snapshot }))
+            }
         }
     }
 
