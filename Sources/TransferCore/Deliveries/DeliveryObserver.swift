@@ -1,7 +1,7 @@
 import TransferEngine
 
 /// Hands a delivery's outcome on; the rest of the news is of no interest.
-final class DeliveryObserver: TransferObserver, @unchecked Sendable {
+final class DeliveryObserver: TransferObserver, Sendable {
     private let completion: @Sendable (TransferOutcome) -> Void
 
     init(completion: @escaping @Sendable (TransferOutcome) -> Void) {

@@ -8,7 +8,7 @@ import TransferEngine
 /// the task may resume. Until then a queued task holds no descriptor, however many wait behind the
 /// session's limits. Only `openat`, `fstat` and `ftruncate` happen here, never an fsync or a store
 /// read: the transfer holds a running slot meanwhile.
-final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
+final class TaskFilePreparer: TransferPreparer, Sendable {
     private let taskFiles: TaskFiles
     private let session: SessionState
     private let entry: TaskEntry

@@ -150,8 +150,8 @@ extension TaskFiles {
 extension TaskError: Error {}
 
 /// Where a task's request body comes from, resolved when its transfer is handed to the engine.
-struct TaskBody {
-    enum Content {
+struct TaskBody: Sendable {
+    enum Content: Sendable {
         case bytes([UInt8])
         /// A file transferd keeps (a blob, a download in the session's directory).
         case kept(path: String, what: String)

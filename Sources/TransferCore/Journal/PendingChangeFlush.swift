@@ -5,7 +5,7 @@ import Reactor
 /// timer a window instead of one (and a wake-up of the timer loop) per task — two thousand
 /// downloads had the timer thread spend 0.05–0.1 ms a task on timers that, their tasks long
 /// completed, had nothing left to store.
-final class PendingChangeFlush<Item>: @unchecked Sendable {
+final class PendingChangeFlush<Item>: Sendable {
     private let delay: Double
     private let clock: any ServiceClock
     private let waiting = Locked<(tasks: [Item], scheduled: Bool)>(([], false))

@@ -7,7 +7,7 @@ import TransferModel
 /// Receives one transfer's news on its curl loop and passes it to the runner. The quick
 /// updates (response head, redirects) are applied under the session lock right here; completion,
 /// which touches files and the store, moves to the file-work queue.
-final class TaskTransferObserver: TransferObserver, @unchecked Sendable {
+final class TaskTransferObserver: TransferObserver, Sendable {
     private let runner: TaskRunner
     private let session: SessionState
     private let entry: TaskEntry
