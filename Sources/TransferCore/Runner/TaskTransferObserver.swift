@@ -22,7 +22,7 @@ final class TaskTransferObserver: TransferObserver, Sendable {
         session.locked {
             _ = runner.step(entry, .transferStarted)
             entry.record.metrics.attempts += 1
-            if entry.record.startedAt == nil { entry.record.startedAt = Timestamp.now() }
+            if entry.record.startedAt == nil { entry.record.startedAt = runner.clock.now() }
         }
     }
 
