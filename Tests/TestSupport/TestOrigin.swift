@@ -72,8 +72,11 @@ package final class TestOrigin: @unchecked Sendable {
             t.add("POST", "/redirect307") { _, responder in
                 responder.respond(HTTPResponse(status: 307, headers: HTTPHeaders([("Location", "/upload")])))
             }
-            t.add("GET", "/status/{code}") { req, responder in
-                responder.respond(.text("status", status: Int(req.parameters["code"]!)!))
+            for method in ["GET", "POST"] {
+                t.add(method, "/status/{code}") { req, responder in
+                    hits.withLock { $0["/status", default: 0] += 1 }
+                    responder.respond(.text("status", status: Int(req.parameters["code"]!)!))
+                }
             }
         }
         server = try HTTPServer(configuration: HTTPServerConfiguration(address: SocketAddress("127.0.0.1:0")!, loopCount: 1),

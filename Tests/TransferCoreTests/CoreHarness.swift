@@ -26,16 +26,19 @@ final class CoreHarness: @unchecked Sendable {
 
     /// A new process on `store` and `directory` (new ones when not given); recovery runs, as at
     /// start-up — unless `recovering` is false: a cluster replica, which takes sessions over one by one.
-    init(store: InMemoryTransferStore = InMemoryTransferStore(), directory: String? = nil, recovering: Bool = true) throws {
+    /// `time`, `limits`: a clock moved by hand, a shorter webhook schedule.
+    init(store: InMemoryTransferStore = InMemoryTransferStore(), directory: String? = nil, recovering: Bool = true,
+         time: (any ServiceClock)? = nil, limits: TaskCoordinator.Limits = TaskCoordinator.Limits()) throws
+    {
         Self.curlReady
         self.store = store
         self.directory = directory ?? Self.makeDirectory()
         engine = TransferEngine(loopCount: 1, policy: NetworkPolicy(parsing: "default")!)
         let layout = DataLayout(root: self.directory)
         coordinator = TaskCoordinator(store: store, blobs: nil, engine: engine, layout: layout,
-                                      allowedRoots: try AllowedRoots(paths: [self.directory]), limits: TaskCoordinator.Limits(),
+                                      allowedRoots: try AllowedRoots(paths: [self.directory]), limits: limits,
                                       resumeKey: try ResumeKey.load(directory: layout.root),
-                                      logger: Logger(label: "core-tests") { _ in SwiftLogNoOpLogHandler() })
+                                      logger: Logger(label: "core-tests") { _ in SwiftLogNoOpLogHandler() }, time: time)
         if recovering { try coordinator.recover() } else { coordinator.sharesStore = true }
     }
 
@@ -60,12 +63,12 @@ final class CoreHarness: @unchecked Sendable {
     // MARK: the coordinator's API, waited for
 
     @discardableResult
-    func putSession(_ identifier: String, mode: SessionMode) throws -> SessionState {
-        let configuration = JSONValue.object([])
+    func putSession(_ identifier: String, mode: SessionMode, configuration json: String = "{}", delegate: Delegate? = nil) throws -> SessionState {
+        let configuration = try JSONParser.parse(Array(json.utf8))
         let request = TaskCoordinator.SessionRequest(
             mode: mode, configuration: try SessionConfiguration.parse(configuration), configurationJSON: configuration,
             settings: try SessionSettings(try SessionConfiguration.parse(configuration), roots: coordinator.allowedRoots),
-            delegateSecretGenerated: false)
+            delegate: delegate.map { .some($0) }, delegateSecretGenerated: false)
         return try Self.wait { coordinator.putSession(identifier, request, completion: $0) }.get().0
     }
 

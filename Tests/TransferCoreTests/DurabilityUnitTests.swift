@@ -145,19 +145,19 @@ struct ResumeValidatorTests {
 
     @Test func aStrongETagIsPreferredToLastModified() {
         let both = head(200, [("ETag", "\"v1\""), ("Last-Modified", "Tue, 14 Nov 2023 22:13:20 GMT")])
-        #expect(TaskCoordinator.validator(after: both, previous: nil) == "\"v1\"")
+        #expect(TaskRunner.validator(after: both, previous: nil) == "\"v1\"")
         let weak = head(200, [("ETag", "W/\"v1\""), ("Last-Modified", "Tue, 14 Nov 2023 22:13:20 GMT")])
-        #expect(TaskCoordinator.validator(after: weak, previous: nil) == "Tue, 14 Nov 2023 22:13:20 GMT")
+        #expect(TaskRunner.validator(after: weak, previous: nil) == "Tue, 14 Nov 2023 22:13:20 GMT")
     }
 
     @Test func aFullAnswerReplacesTheValidatorEvenWithNone() {
         // The file now holds the new body: an old validator would resume it as the old resource.
-        #expect(TaskCoordinator.validator(after: head(200, []), previous: "\"old\"") == nil)
-        #expect(TaskCoordinator.validator(after: head(200, [("ETag", "\"new\"")]), previous: "\"old\"") == "\"new\"")
+        #expect(TaskRunner.validator(after: head(200, []), previous: "\"old\"") == nil)
+        #expect(TaskRunner.validator(after: head(200, [("ETag", "\"new\"")]), previous: "\"old\"") == "\"new\"")
     }
 
     @Test func aPartialAnswerKeepsTheValidatorItContinued() {
-        #expect(TaskCoordinator.validator(after: head(206, []), previous: "\"old\"") == "\"old\"")
-        #expect(TaskCoordinator.validator(after: nil, previous: "\"old\"") == "\"old\"")
+        #expect(TaskRunner.validator(after: head(206, []), previous: "\"old\"") == "\"old\"")
+        #expect(TaskRunner.validator(after: nil, previous: "\"old\"") == "\"old\"")
     }
 }

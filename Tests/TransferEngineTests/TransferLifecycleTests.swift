@@ -1,5 +1,6 @@
 import Testing
 @testable import TransferEngine
+import TransferVocabulary
 
 /// Every state of the engine's transfer machine against every event: the rows below say what each
 /// pair does; a pair not listed must be refused as invalid, leaving the value as it was.

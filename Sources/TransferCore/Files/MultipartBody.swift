@@ -4,7 +4,7 @@ import TransferModel
 /// A `multipart/form-data` body (RFC 7578) around a file: the text fields first, then the file
 /// part, streamed from disk between a head and a tail held in memory. Its length is exact, so it
 /// goes out with a `Content-Length`.
-package struct MultipartBody {
+package struct MultipartBody: Sendable {
     let spec: MultipartSpec
     let defaultFilename: String
     package let boundary: String

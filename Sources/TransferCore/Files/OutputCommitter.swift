@@ -15,7 +15,7 @@ import Reactor
 ///
 /// One group at a time: a group takes what is pending when it starts, so under load groups grow
 /// and the fsyncs per file fall; an idle service commits a lone file at once.
-final class OutputCommitter: @unchecked Sendable {
+final class OutputCommitter: Sendable {
     typealias Completion = @Sendable (TaskFileError?) -> Void
 
     /// Where groups are committed: a thread of their own, as fsync blocks.

@@ -1,7 +1,7 @@
 import Reactor
 
 /// Every session in memory, by identifier. A durable session's tasks are here only until they
-/// complete (see `TaskCoordinator.publish`); an ephemeral session's stay until they are deleted.
+/// complete (see `TaskRunner.publish`); an ephemeral session's stay until they are deleted.
 package final class SessionRegistry: @unchecked Sendable {
     private let sessions = Locked<[String: SessionState]>([:])
 

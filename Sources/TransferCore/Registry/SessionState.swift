@@ -1,3 +1,4 @@
+import Dispatch
 import JSON
 import Lifecycles
 import Reactor
@@ -45,6 +46,9 @@ package final class SessionState: @unchecked Sendable {
     package let feed = EventFeed()
     /// Pushes events to the delegate while there is an enabled one.
     var channel: DelegateChannel?
+    /// The session's serial executor: its delegate channels' state is confined to it (not
+    /// guarded by the lock), and their timers fire on it.
+    let executor = DispatchQueue(label: "transferd.session")
 
     /// Busy tasks whose `task.completed` is numbered but whose completion is not yet published
     /// (they still count in `busyCount`): the session is idle when they are all there is.

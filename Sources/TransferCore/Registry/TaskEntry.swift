@@ -20,7 +20,7 @@ package final class TaskEntry: @unchecked Sendable {
     package var memoryBody: [UInt8]?
     /// Where the task is in its life: who holds its output file (a start being prepared, a
     /// transfer, an attempt's end being settled), what was asked meanwhile, whether its completion
-    /// is decided. Changed only through `TaskCoordinator.step`, which performs what it answers.
+    /// is decided. Changed only through `TaskRunner.step`, which performs what it answers.
     var lifecycle: TaskLifecycle
     /// Long-polls (`GET …?wait=`) waiting for completion.
     var completionWaiters: [@Sendable (TaskRecord) -> Void] = []

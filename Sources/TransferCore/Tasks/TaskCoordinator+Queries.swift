@@ -11,20 +11,12 @@ extension TaskCoordinator {
         package let next: Int64?
     }
 
-    /// Runs `query` on the store's readers; a failure is a refusal, never "nothing": a client told
-    /// a task does not exist would create it again, or give up on it.
-    func readStore<T>(_ store: any TransferStore, _ query: @escaping @Sendable (any TransferStore) throws -> T,
-                      answer: @escaping @Sendable (Result<T, Refusal>) -> Void)
-    {
-        store.read({ try query(store) }) { answer($0.mapError { Refusal.storeFailure($0) }) }
-    }
-
     /// A page of a session's tasks in creation order, paged in the session's store (which holds
     /// every committed task) with the fresher in-memory copy of each task swapped in.
     package func listTasks(_ session: SessionState, after: Int64, state: TaskState?, kind: TaskKind?, limit: Int,
                            answer: @escaping @Sendable (Result<TaskPage, Refusal>) -> Void)
     {
-        readStore(store(of: session), { try $0.listTasks(session: session.identifier, after: after, state: state, kind: kind, limit: limit + 1) }) {
+        journal.readStore(store(of: session), { try $0.listTasks(session: session.identifier, after: after, state: state, kind: kind, limit: limit + 1) }) {
             answer($0.map { stored in
                 var page = stored
                 session.locked {
@@ -39,31 +31,13 @@ extension TaskCoordinator {
         }
     }
 
-    /// The task's current record as memory holds it: every task that has not completed is there.
-    private func snapshot(_ session: SessionState, _ id: String) -> TaskRecord? {
-        session.locked { session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }
-    }
+    /// The task's current record: from memory, or from the store on the caller's thread (not for
+    /// an event loop).
+    package func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord { try journal.record(session, id) }
 
-    /// The task's current record: from memory, or for a completed task of a durable session (not
-    /// kept in memory), from the store — here, on the caller's thread. Not for an event loop.
-    package func record(_ session: SessionState, _ id: String) throws(Refusal) -> TaskRecord {
-        if let snapshot = snapshot(session, id) { return snapshot }
-        let stored: TaskRecord?
-        do {
-            stored = try store(of: session).loadTask(session: session.identifier, id: id)
-        } catch {
-            throw Refusal.storeFailure(error)
-        }
-        guard let stored else { throw Refusal.notFound("task \(id)") }
-        return stored
-    }
-
-    /// The task's current record, as `record(_:_:)` finds it, with the store read on its readers.
+    /// The task's current record, with the store read on its readers.
     package func record(_ session: SessionState, _ id: String, answer: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
-        if let snapshot = snapshot(session, id) { return answer(.success(snapshot)) }
-        readStore(store(of: session), { try $0.loadTask(session: session.identifier, id: id) }) {
-            answer($0.flatMap { $0.map { .success($0) } ?? .failure(Refusal.notFound("task \(id)")) })
-        }
+        journal.record(session, id, answer: answer)
     }
 
     /// The task object as the API returns it, encoded (cached for tasks that are not moving).

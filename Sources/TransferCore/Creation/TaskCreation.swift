@@ -24,15 +24,25 @@ package struct IdempotencyClaim: Sendable {
     }
 }
 
-extension TaskCoordinator {
+/// Creating tasks, all or none: checked, reserved, committed in one group, then shown and started.
+/// A retried creation with the same `Idempotency-Key` is answered with the first one's reply.
+struct TaskCreation: Sendable {
+    let runner: TaskRunner
+    /// What the new tasks compute when they do not say.
+    let defaultDigests: [DigestAlgorithm]
+
+    private var journal: TaskJournal { runner.journal }
+    private var files: TaskFiles { runner.files }
+    private var retirement: SessionRetirement { runner.retirement }
+
     /// Verifies each `resume_data` and takes from it what the request left out: the URL and the
     /// destination. A tampered token is 422 `resume_data_invalid`.
-    package func resolveResumeData(_ requests: inout [TaskCreationRequest]) throws(Refusal) {
+    func resolveResumeData(_ requests: inout [TaskCreationRequest]) throws(Refusal) {
         for i in requests.indices {
             guard let token = requests[i].resumeToken else { continue }
             var data: ResumeData
             do {
-                data = try ResumeData.parse(token, key: resumeKey)
+                data = try ResumeData.parse(token, key: files.resumeKey)
             } catch {
                 var located = error
                 if requests.count > 1 { located.field = "tasks[\(i)].resume_data" }
@@ -47,7 +57,7 @@ extension TaskCoordinator {
     /// A `download.destination` must lie inside one of `roots` (the caller's; no `..`, no symlink
     /// out) and its directory must exist: checked when the task is created, so a bad path is a 4xx
     /// now rather than a failed task later.
-    package func checkDestinations(_ requests: [TaskCreationRequest], roots: AllowedRoots) throws(Refusal) {
+    func checkDestinations(_ requests: [TaskCreationRequest], roots: AllowedRoots) throws(Refusal) {
         for (i, request) in requests.enumerated() {
             guard let destination = request.destination else { continue }
             let field = requests.count > 1 ? "tasks[\(i)].download.destination" : "download.destination"
@@ -70,34 +80,34 @@ extension TaskCoordinator {
     /// (quotas, paths, blobs) and before anything is reserved: a replay numbers no event and writes
     /// nothing. (`createTasks` catches the retries that overtake it.) A task only in the store is
     /// looked up on the store's readers, and `answer` runs there.
-    package func replay(in session: SessionState, _ claim: IdempotencyClaim, answer: @escaping @Sendable (Result<CreationOutcome?, Refusal>) -> Void) {
+    func replay(in session: SessionState, _ claim: IdempotencyClaim, answer: @escaping @Sendable (Result<CreationOutcome?, Refusal>) -> Void) {
         let (held, inMemory) = session.locked { () -> (Bool, TaskRecord?) in
             guard let entry = session.task(withIdempotencyKey: claim.key) else { return (false, nil) }
             return (true, entry.lifecycle.isDeleted ? nil : entry.record)
         }
         let replayed: @Sendable (TaskRecord?) -> Result<CreationOutcome?, Refusal> = { existing in
-            existing.map { TaskCoordinator.replay(of: $0, claim).map { $0 } } ?? .success(nil)
+            existing.map { TaskCreation.replay(of: $0, claim).map { $0 } } ?? .success(nil)
         }
         if held { return answer(replayed(inMemory)) }
-        readStore(store(of: session), { try $0.loadTask(session: session.identifier, idempotencyKey: claim.key) }) {
+        journal.readStore(journal.store(of: session), { try $0.loadTask(session: session.identifier, idempotencyKey: claim.key) }) {
             answer($0.flatMap(replayed))
         }
     }
 
     /// Creates tasks, all or none: ids are reserved in memory, the rows committed in one group,
     /// and only then do the tasks become visible and start. A 201 therefore means stored.
-    package func createTasks(in session: SessionState, _ requests: [TaskCreationRequest], idempotency: IdempotencyClaim?,
+    func createTasks(in session: SessionState, _ requests: [TaskCreationRequest], idempotency: IdempotencyClaim?,
                      completion: @escaping @Sendable (Result<CreationOutcome, Refusal>) -> Void)
     {
-        let now = Timestamp.now()
+        let now = runner.clock.now()
         let reservation: Reservation = session.locked {
-            if let refusal = TaskCoordinator.refusal(lifecycleActions(session, .createTasks),
+            if let refusal = SessionRetirement.refusal(retirement.lifecycleActions(session, .createTasks),
                                                      "session \(session.identifier) is invalidated; it takes no new tasks") {
                 return .refused(refusal)
             }
             if let idempotency {
                 if let existing = session.task(withIdempotencyKey: idempotency.key), !existing.lifecycle.isDeleted {
-                    return .replay(TaskCoordinator.replay(of: existing.record, idempotency))
+                    return .replay(TaskCreation.replay(of: existing.record, idempotency))
                 }
                 if session.reservedKeys.contains(idempotency.key) {
                     return .refused(Refusal(.conflict, "idempotency_key_in_use", "a request with this Idempotency-Key is in progress; retry shortly"))
@@ -108,7 +118,7 @@ extension TaskCoordinator {
             for (i, request) in requests.enumerated() {
                 // A generated id is random (`RandomID`): only a client's own choice can collide.
                 guard let id = request.id else {
-                    ids.append(TaskCoordinator.newTaskID())
+                    ids.append(TaskCreation.newTaskID())
                     continue
                 }
                 if session.tasks[id] != nil || session.reservedIDs.contains(id) || !seen.insert(id).inserted {
@@ -126,8 +136,8 @@ extension TaskCoordinator {
             // (in the store by then) rather than skip the lookup.
             if requests.contains(where: { $0.traceparent != nil }) { session.tracesTasks = true }
             return .reserved(zip(requests, ids).enumerated().map { i, pair in
-                TaskCoordinator.makeRecord(pair.0, id: pair.1, session: session, sequence: first + Int64(i),
-                                           defaultDigests: limits.defaultDigests, now: now,
+                TaskCreation.makeRecord(pair.0, id: pair.1, session: session, sequence: first + Int64(i),
+                                           defaultDigests: defaultDigests, now: now,
                                            idempotency: idempotency)
             })
         }
@@ -138,14 +148,14 @@ extension TaskCoordinator {
         case .reserved(let r): records = r
         }
         let needsSpooling = session.mode.isDurable && records.contains {
-            if case .inline(let b)? = $0.body { return b.count > TaskCoordinator.largestInlineBody }
+            if case .inline(let b)? = $0.body { return b.count > TaskFiles.largestInlineBody }
             return false
         }
         guard needsSpooling else { return insert(records, spooled: [], in: session, idempotency: idempotency, completion: completion) }
-        fileWork.async { [self, records] in
+        files.fileWork.async { [self, records] in
             var spooledRecords = records
             do throws(TaskFileError) {
-                let spooled = try spoolLargeBodies(&spooledRecords, session: session)
+                let spooled = try files.spoolLargeBodies(&spooledRecords, session: session)
                 insert(spooledRecords, spooled: spooled, in: session, idempotency: idempotency, completion: completion)
             } catch {
                 session.locked { session.endReservation(ids: records.lazy.map(\.id), key: idempotency?.key) }
@@ -168,9 +178,9 @@ extension TaskCoordinator {
             return kept
         }
         let documents = records.map { $0.storageDocument() }
-        persist(session, events: records.map { EventDraft.summary($0, .taskCreated) },
+        journal.persist(session, events: records.map { EventDraft.summary($0, .taskCreated) },
                 spooled.map { .insertBlob($0) } + [.insertTasks(records, documents: documents)]) { [self] result in
-            if case .failure = result, let blobs {
+            if case .failure = result, let blobs = files.blobs {
                 for blob in spooled { unlink(blobs.path(blob.id)) }
             }
             session.locked { session.endReservation(ids: records.lazy.map(\.id), key: idempotency?.key) }
@@ -181,22 +191,26 @@ extension TaskCoordinator {
                         let entry = TaskEntry(record: record, lifecycle: TaskLifecycle())
                         session.addTask(entry)
                         session.count(from: nil, to: record.state)
-                        return (entry, step(entry, .created(start: record.state == .running)))
+                        return (entry, runner.step(entry, .created(start: record.state == .running)))
                     }
                 }
-                for (entry, actions) in created { perform(actions, of: entry, in: session) }
-                completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
+                // Starting finds bodies and takes over partial files: file work, off the store's
+                // completion queue. Answered once started, as before the hop.
+                runner.files.fileWork.async { [runner] in
+                    for (entry, actions) in created { runner.perform(actions, of: entry, in: session) }
+                    completion(.success(.created(zip(records, replies).map { (id: $0.id, reply: $1) })))
+                }
             case .failure(StoreError.conflict(let existing)):
                 // A task `replay(in:)` did not see: stored meanwhile, by a retry that overtook this one.
                 if let idempotency, existing.idempotencyKey == idempotency.key {
-                    completion(TaskCoordinator.replay(of: existing, idempotency))
+                    completion(TaskCreation.replay(of: existing, idempotency))
                 } else {
                     completion(.failure(Refusal(.conflict, "task_exists", "a task with id \(existing.id) already exists in this session")))
                 }
             case .failure(let error):
                 completion(.failure(Refusal.storeFailure(error)))
             }
-            checkInvalidation(session)
+            retirement.checkInvalidation(session)
         }
     }
 

@@ -1,7 +1,7 @@
 import Glibc
 import TransferModel
 
-extension TaskCoordinator {
+extension TaskFiles {
     /// Files that belong to nothing, left by a stop at the wrong moment (`kill -9` between writing
     /// a file and committing its row, or between deleting a row and its file): temporary files of
     /// attempts no task will continue, kept partials and finished files whose task is gone, blob
@@ -11,8 +11,8 @@ extension TaskCoordinator {
     /// are candidates: a write or rename since (rename updates ctime) may be work begun in this run.
     func sweepOrphanFiles(startedAt: Timestamp) {
         fileWork.async { [self] in
-            let old = { (dirfd: Int32, name: String) in TaskCoordinator.changed(dirfd, name, before: startedAt) }
-            for session in registry.all where session.mode.isDurable {
+            let old = { (dirfd: Int32, name: String) in TaskFiles.changed(dirfd, name, before: startedAt) }
+            for session in journal.registry.all where session.mode.isDurable {
                 for directory in [layout.filesDirectory(session.identifier), layout.bodiesDirectory(session.identifier)] {
                     sweep(directory, where: { old($0, $1) && !ownsSessionFile(session, $1) })
                 }
@@ -24,7 +24,7 @@ extension TaskCoordinator {
             }
             let live = liveDestinationTemporaries()
             for root in allowedRoots.roots {
-                var budget = TaskCoordinator.destinationSweepBudget
+                var budget = TaskFiles.destinationSweepBudget
                 sweepTree(root.fd, budget: &budget) { dirfd, name in
                     name.hasPrefix(".transferd-") && name.hasSuffix(".part") && !live.contains(name) && old(dirfd, name)
                 }
@@ -46,19 +46,19 @@ extension TaskCoordinator {
         }
         if name.hasPrefix("."), name.hasSuffix(".resume") {
             let id = String(name.dropFirst().dropLast(7))
-            return (try? record(session, id))?.error?.resumeData != nil
+            return (try? journal.record(session, id))?.error?.resumeData != nil
         }
         if session.locked({ session.tasks[name] }) != nil { return true }
-        return (try? store.taskExists(session: session.identifier, id: name)) ?? true
+        return (try? journal.store.taskExists(session: session.identifier, id: name)) ?? true
     }
 
     /// The temporary names beside destinations that unfinished tasks write (all are in memory).
     private func liveDestinationTemporaries() -> Set<String> {
         var names = Set<String>()
-        for session in registry.all {
+        for session in journal.registry.all {
             session.locked {
                 for entry in session.tasks.values where !entry.record.isCompleted && entry.record.destination != nil {
-                    names.insert(TaskCoordinator.temporaryName(for: entry.record))
+                    names.insert(TaskFiles.temporaryName(for: entry.record))
                 }
             }
         }
@@ -70,7 +70,7 @@ extension TaskCoordinator {
         let dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard dirfd >= 0 else { return }
         defer { close(dirfd) }
-        for name in DataLayout.entries(of: path) where TaskCoordinator.isRegularFile(dirfd, name) && orphan(dirfd, name) {
+        for name in DataLayout.entries(of: path) where TaskFiles.isRegularFile(dirfd, name) && orphan(dirfd, name) {
             if unlinkat(dirfd, name, 0) == 0 { logger.info("removed an orphan file", metadata: ["path": .string(path + "/" + name)]) }
         }
     }

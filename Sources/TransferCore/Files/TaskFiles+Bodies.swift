@@ -4,7 +4,7 @@ import TransferModel
 
 /// Request bodies: checked when a task is created, found when its transfer is handed to the engine,
 /// opened when the engine admits it.
-extension TaskCoordinator {
+extension TaskFiles {
     /// Inline bodies up to this size stay in the task record (and so in its SQLite row); larger
     /// ones of durable sessions are spooled to a blob file, so no task document carries megabytes.
     static let largestInlineBody = 4096
@@ -12,7 +12,7 @@ extension TaskCoordinator {
     /// Every referenced body must exist now: a blob by id (one stored by `blobOwner`, unless that
     /// is nil), a file beneath one of `roots` (the caller's), a finished download of the same
     /// session. Checked at creation, so a typo is a 4xx, not a failed task later.
-    package func checkBodySources(_ requests: [TaskCreationRequest], in session: SessionState, roots: AllowedRoots,
+    func checkBodySources(_ requests: [TaskCreationRequest], in session: SessionState, roots: AllowedRoots,
                                   blobOwner: String?) throws(Refusal)
     {
         for (i, request) in requests.enumerated() {
@@ -30,7 +30,7 @@ extension TaskCoordinator {
                 close(fd)
             case .task(let id)?:
                 let field = prefix + "upload.from_task"
-                guard let source = try Refusal.absentIfNotFound({ () throws(Refusal) in try record(session, id) }) else {
+                guard let source = try Refusal.absentIfNotFound({ () throws(Refusal) in try journal.record(session, id) }) else {
                     throw Refusal(.invalid, "task_not_found", "task \(id) does not exist in this session", field: field)
                 }
                 guard source.kind == .download, source.result != nil else {
@@ -48,7 +48,7 @@ extension TaskCoordinator {
         guard session.mode.isDurable, let blobs else { return [] }
         var spooled: [Blob] = []
         for i in records.indices {
-            guard case .inline(let bytes)? = records[i].body, bytes.count > TaskCoordinator.largestInlineBody else { continue }
+            guard case .inline(let bytes)? = records[i].body, bytes.count > TaskFiles.largestInlineBody else { continue }
             let blob = try blobs.writeFile(bytes, owner: "\(session.identifier)/\(records[i].id)")
             records[i].body = .blob(id: blob.id, owned: true)
             spooled.append(blob)
@@ -73,7 +73,7 @@ extension TaskCoordinator {
             content = .clientFile(path: path)
             filename = path.split(separator: "/").last.map(String.init)
         case .task(let id):
-            guard let source = try? self.record(session, id), let result = source.result else {
+            guard let source = try? journal.record(session, id), let result = source.result else {
                 throw TaskError(code: .fileDoesNotExist, message: "the download of task \(id) is gone")
             }
             content = source.destination != nil ? .destination(path: result.location)
@@ -99,7 +99,7 @@ extension TaskCoordinator {
         case .clientFile(let path)?:
             do {
                 let fd = try allowedRoots.openSourceFile(path, field: "upload.from_file")
-                segment = .file(fd: fd, offset: 0, length: TaskCoordinator.size(of: fd))
+                segment = .file(fd: fd, offset: 0, length: TaskFiles.size(of: fd))
             } catch {
                 throw TaskError(code: error.code == "file_does_not_exist" ? .fileDoesNotExist : .cannotOpenFile,
                                 message: error.detail)
@@ -108,7 +108,7 @@ extension TaskCoordinator {
             guard let fd = try? allowedRoots.openFile(path, flags: O_RDONLY) else {
                 throw TaskError(code: .fileDoesNotExist, message: "\(path) is gone")
             }
-            segment = .file(fd: fd, offset: 0, length: TaskCoordinator.size(of: fd))
+            segment = .file(fd: fd, offset: 0, length: TaskFiles.size(of: fd))
         }
         return .segments(body.multipart?.wrap(segment) ?? [segment])
     }
@@ -116,7 +116,7 @@ extension TaskCoordinator {
     private func openWhole(_ path: String, what: String) throws(TaskError) -> BodySegment {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw TaskError(code: .fileDoesNotExist, message: "\(what) is gone") }
-        return .file(fd: fd, offset: 0, length: TaskCoordinator.size(of: fd))
+        return .file(fd: fd, offset: 0, length: TaskFiles.size(of: fd))
     }
 
     static func size(of fd: Int32) -> Int64 {
@@ -128,8 +128,8 @@ extension TaskCoordinator {
 extension TaskError: Error {}
 
 /// Where a task's request body comes from, resolved when its transfer is handed to the engine.
-struct TaskBody {
-    enum Content {
+struct TaskBody: Sendable {
+    enum Content: Sendable {
         case bytes([UInt8])
         /// A file transferd keeps (a blob, a download in the session's directory).
         case kept(path: String, what: String)

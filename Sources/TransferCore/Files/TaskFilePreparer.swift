@@ -9,14 +9,14 @@ import TransferVocabulary
 /// the task may resume. Until then a queued task holds no descriptor, however many wait behind the
 /// session's limits. Only `openat`, `fstat` and `ftruncate` happen here, never an fsync or a store
 /// read: the transfer holds a running slot meanwhile.
-final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
-    private let coordinator: TaskCoordinator
+final class TaskFilePreparer: TransferPreparer, Sendable {
+    private let taskFiles: TaskFiles
     private let session: SessionState
     private let entry: TaskEntry
     private let body: TaskBody
 
-    init(coordinator: TaskCoordinator, session: SessionState, entry: TaskEntry, body: TaskBody) {
-        self.coordinator = coordinator
+    init(files: TaskFiles, session: SessionState, entry: TaskEntry, body: TaskBody) {
+        self.taskFiles = files
         self.session = session
         self.entry = entry
         self.body = body
@@ -30,7 +30,7 @@ final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
         let record = session.locked { entry.record }
         var files = TransferFiles()
         do {
-            files.body = try coordinator.openBody(body)
+            files.body = try taskFiles.openBody(body)
         } catch {
             throw TransferFailure(error.code, error.message)
         }
@@ -38,16 +38,16 @@ final class TaskFilePreparer: TransferPreparer, @unchecked Sendable {
         // transfer's slot for as long as reading the file takes, which only tasks asking for it pay.
         if let send = record.sendDigest {
             guard let hex = BodyDigest.hex(of: files.body, algorithm: send.algorithm) else {
-                TaskCoordinator.closeFiles(of: files.body)
+                TaskFiles.closeFiles(of: files.body)
                 throw TransferFailure(.cannotOpenFile, "cannot read the file to send to compute its \(send.rawValue) digest")
             }
             files.headers.append(send.header(hex: hex))
         }
         let output: TaskOutput?
         do {
-            output = try coordinator.openOutput(for: record, session: session)
+            output = try taskFiles.openOutput(for: record, session: session)
         } catch {
-            TaskCoordinator.closeFiles(of: files.body)
+            TaskFiles.closeFiles(of: files.body)
             throw TransferFailure(error.code == ENOENT ? .fileDoesNotExist : .cannotWriteToFile, error.message)
         }
         if let output, output.isNew {

@@ -1,7 +1,29 @@
+import Dispatch
 import Lifecycles
+import Logging
+import TransferEngine
 import TransferModel
 
-extension TaskCoordinator {
+/// Runs tasks as their lifecycles decide: starts their transfers, judges each attempt's end
+/// (retried, completed, left for later), and stores and publishes what they become. It owns the
+/// step from a task's lifecycle to the engine, the files and the journal; requests from clients
+/// (suspend, cancel) and creation reach it as lifecycle events.
+struct TaskRunner: Sendable {
+    let engine: TransferEngine
+    let journal: TaskJournal
+    let files: TaskFiles
+    /// A completion may settle its session's invalidation.
+    let retirement: SessionRetirement
+    /// An attempt that ended past the lease's deadline lets the session go.
+    let tenure: ClusterTenure
+    let limits: TaskCoordinator.Limits
+    let metrics: ServiceMetrics
+    /// Returns freed memory to the system when a session's burst of work ends.
+    let heapTrimmer: HeapTrimmer
+
+    var clock: any ServiceClock { journal.clock }
+    var logger: Logger { journal.logger }
+
     /// Tells a task's lifecycle what happened (lock held) and returns what to do. An event that
     /// cannot happen where the task is changes nothing and is logged: it is a bug, not a race.
     func step(_ entry: TaskEntry, _ event: TaskLifecycle.Event) -> [TaskLifecycle.Action] {
@@ -37,13 +59,13 @@ extension TaskCoordinator {
             case .keepPartialForResume:
                 let record = session.locked { entry.record }
                 if let output {
-                    resumeData = keepForResume(record, output: output)
+                    resumeData = files.keepForResume(record, output: output)
                     if resumeData == nil { output.discard() }
                 } else {
-                    resumeData = settlePartialOutput(of: record, session: session)
+                    resumeData = files.settlePartialOutput(of: record, session: session)
                 }
             case .discardPartial:
-                if let output { output.discard() } else { discardPartialOutput(of: session.locked { entry.record }, session: session) }
+                if let output { output.discard() } else { files.discardPartialOutput(of: session.locked { entry.record }, session: session) }
             case .complete(let code?):
                 var error = code == .cancelled ? TaskError(code: .cancelled, message: "the task was cancelled")
                     : ending ?? TaskError(code: code, message: code.rawValue)
@@ -58,8 +80,12 @@ extension TaskCoordinator {
                     record.phase = entry.lifecycle.phase
                     return record
                 }
-                if case .scheduleStart(let delay, .retrying)? = rest.first { record.nextAttemptAt = Timestamp.now().adding(seconds: delay) }
-                return commit(record, of: entry, in: session, then: { [self] in perform(rest, of: entry, in: session) })
+                if case .scheduleStart(let delay, .retrying)? = rest.first { record.nextAttemptAt = clock.now().adding(seconds: delay) }
+                // The rest (a partial file renamed for resume data, a start) is file work: off the
+                // store's completion queue, which must stay quick.
+                return commit(record, of: entry, in: session, then: { [self] in
+                    files.fileWork.async { perform(rest, of: entry, in: session) }
+                })
             case .startTransfer:
                 startTransfer(entry, in: session)
             case .scheduleStart(let delay, _):
@@ -68,6 +94,15 @@ extension TaskCoordinator {
                 // Performed where they are decided: they need the outcome, the engine or the lock.
                 break
             }
+        }
+    }
+
+    /// Starts the task once `delay` has passed, unless meanwhile it was suspended, cancelled or
+    /// started otherwise (its lifecycle tells: a timer is never withdrawn).
+    func startLater(_ entry: TaskEntry, in session: SessionState, after delay: Double) {
+        // On the file pool: a start finds its body and takes over a partial file.
+        clock.schedule(after: delay, on: files.fileWork) { [self] in
+            perform(session.locked { step(entry, .startDue) }, of: entry, in: session)
         }
     }
 }

@@ -1,11 +1,22 @@
-import Glibc
+import Logging
 import TransferEngine
 import TransferModel
 import TransferStore
 import TransferVocabulary
 
-/// Delegate delivery: the coordinator's side of `DelegateChannel`.
-extension TaskCoordinator {
+/// Delegate delivery: a `DelegateChannel` per session with an enabled delegate, each POST of an
+/// event through the engine, and the bookkeeping of what was delivered and acknowledged.
+struct Deliveries: Sendable {
+    let engine: TransferEngine
+    let journal: TaskJournal
+    /// A session invalidated and now settled (its events delivered or acknowledged) goes.
+    let retirement: SessionRetirement
+    let metrics: ServiceMetrics
+    let clock: any ServiceClock
+    let logger: Logger
+    /// Delays before each webhook attempt (see `TaskCoordinator.Limits`).
+    let schedule: [Double]
+
     /// Starts, updates or stops a session's delivery channel to match its delegate. A session has
     /// one channel while it has an enabled delegate; a delegate set anew (another URL, secret or
     /// filter) is handed to it, and one enabled again gets a new channel.
@@ -22,7 +33,7 @@ extension TaskCoordinator {
                 return (nil, channel)
             case (nil, let wanted?):
                 let channel = DelegateChannel(session: session, delegate: wanted, delivered: session.deliveredThrough,
-                                              coordinator: self)
+                                              deliveries: self)
                 session.channel = channel
                 return (channel, nil)
             case (nil, nil):
@@ -31,16 +42,6 @@ extension TaskCoordinator {
         }
         stop?.stop()
         start?.start()
-    }
-
-    /// Journaled events of a session after `seq`, from its store. A store that cannot be read is
-    /// no empty journal: a reader told "nothing after seq" would move on past what it missed.
-    package func events(of session: SessionState, after seq: Int64, limit: Int) throws(Refusal) -> [Event] {
-        do {
-            return try store(of: session).events(session: session.identifier, after: seq, limit: limit)
-        } catch {
-            throw Refusal.storeFailure(error)
-        }
     }
 
     /// The delegate received everything up to `seq` (or did not want it): that counts as
@@ -57,19 +58,19 @@ extension TaskCoordinator {
     /// settled.
     func saveDeliveries(_ session: SessionState, _ attempts: [DeliveryAttempt]) {
         let through = session.locked { session.deliveredThrough }
-        persist(session, [.recordAttempts(attempts), .setDelivered(session: session.identifier, through: through),
-                          .setAcked(session: session.identifier, through: through)]) { [self] _ in removeIfSettled(session) }
+        journal.persist(session, [.recordAttempts(attempts), .setDelivered(session: session.identifier, through: through),
+                          .setAcked(session: session.identifier, through: through)]) { [self] _ in retirement.removeIfSettled(session) }
     }
 
     /// `POST …/events/ack`.
-    package func acknowledge(_ session: SessionState, through seq: Int64, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
+    func acknowledge(_ session: SessionState, through seq: Int64, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
         let acked = session.locked {
             session.ackedThrough = max(session.ackedThrough, min(seq, session.nextEventSeq - 1))
             return session.ackedThrough
         }
-        persist(session, [.setAcked(session: session.identifier, through: acked)]) { [self] result in
+        journal.persist(session, [.setAcked(session: session.identifier, through: acked)]) { [self] result in
             completion(result.map { _ in }.mapError(Refusal.storeFailure))
-            removeIfSettled(session)
+            retirement.removeIfSettled(session)
         }
     }
 
@@ -79,14 +80,13 @@ extension TaskCoordinator {
         let row: StoredSession? = session.locked {
             guard session.delegate == delegate else { return nil }
             session.delegate?.disabled = true
-            return storedRow(session)
+            return session.storedRow
         }
         guard let row else { return }
         logger.warning("delegate disabled", metadata: ["session": .string(session.identifier), "reason": .string(reason)])
-        persist(session, [.upsertSession(row)]) { _ in }
+        journal.persist(session, [.upsertSession(row)]) { _ in }
         updateDelegateChannel(session)
     }
-
 
     /// POSTs one event to the delegate, signed, through the engine: no redirects (a 3xx is a
     /// failure), 15 s at most; what the receiver answers beyond its status is not read.
@@ -94,11 +94,11 @@ extension TaskCoordinator {
                  completion: @escaping @Sendable (TransferOutcome) -> Void)
     {
         let body = event.jsonBytes
-        var spec = TransferSpec(label: "\(session.identifier)/delegate", session: TaskCoordinator.deliverySession(session.identifier),
+        var spec = TransferSpec(label: "\(session.identifier)/delegate", session: Deliveries.deliverySession(session.identifier),
                                 url: delegate.url)
         spec.method = "POST"
         spec.headers = [("Content-Type", "application/json"), ("User-Agent", "transferd/\(TransferdVersion.current)")]
-            + WebhookSigner.headers(id: event.id, timestamp: Timestamp.now().milliseconds / 1000, body: body, key: delegate.key)
+            + WebhookSigner.headers(id: event.id, timestamp: clock.now().milliseconds / 1000, body: body, key: delegate.key)
         if let trace = traceparent(of: event, in: session).flatMap(TraceParent.init) {
             spec.headers.append(("traceparent", trace.child()))
         }
@@ -119,7 +119,7 @@ extension TaskCoordinator {
         }
         guard traced else { return nil }
         if let inMemory { return inMemory }
-        return (try? store(of: session).loadTask(session: session.identifier, id: id))?.flatMap(\.traceparent)
+        return (try? journal.store(of: session).loadTask(session: session.identifier, id: id))?.flatMap(\.traceparent)
     }
 
     /// Deliveries of a session run as their own engine session, so they never wait behind its
@@ -134,18 +134,4 @@ extension TaskCoordinator {
         settings.maxConnectionsPerHost = max(settings.maxConnectionsPerHost, delegate.maxInFlight)
         engine.configure(session: Self.deliverySession(session.identifier), settings: settings, cookieStorage: nil, cookies: nil)
     }
-}
-
-/// Hands a delivery's outcome on; the rest of the news is of no interest.
-final class DeliveryObserver: TransferObserver, @unchecked Sendable {
-    private let completion: @Sendable (TransferOutcome) -> Void
-
-    init(completion: @escaping @Sendable (TransferOutcome) -> Void) {
-        self.completion = completion
-    }
-
-    func transferStarted(_ handle: TransferHandle) {}
-    func transferReceivedResponse(_ handle: TransferHandle, _ response: ResponseHead, resumedAtOffset: Int64?) {}
-    func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int) {}
-    func transferCompleted(_ handle: TransferHandle, _ outcome: TransferOutcome) { completion(outcome) }
 }

@@ -1,57 +1,26 @@
 import Glibc
 import Lifecycles
 import Reactor
-import Synchronization
 import TransferEngine
 import TransferModel
 import TransferStore
 
-extension TaskCoordinator {
-    /// `GET …/tasks/{task}?wait=S`: the task now if completed or `seconds` is 0, otherwise when it
-    /// completes or the wait runs out, whichever comes first.
-    package func waitForTask(_ session: SessionState, _ id: String, seconds: Double,
-                     completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
-    {
-        // The entry first: a task that completes meanwhile leaves memory, and the store then has
-        // its completion, so the record read after a miss is never older than the entry was.
-        guard seconds > 0, let entry = liveEntry(session, id) else {
-            return record(session, id, answer: completion)
-        }
-        let answered = Atomic<Bool>(false)
-        let wait = Locked<UInt64?>(nil)
-        let openWaits = openWaits
-        let answer: @Sendable (TaskRecord) -> Void = { record in
-            guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            if let id = wait.withLock({ $0 }) { openWaits.remove(id) }
-            completion(.success(record))
-        }
-        let alreadyDone: TaskRecord? = session.locked {
-            if entry.record.isCompleted { return entry.record }
-            entry.completionWaiters.append(answer)
-            return nil
-        }
-        if let alreadyDone { return answer(alreadyDone) }
-        let answerNow: @Sendable () -> Void = { answer(session.locked { entry.snapshot }) }
-        guard let id = openWaits.add(answerNow) else { return answerNow() }
-        wait.withLock { $0 = id }
-        // Answered meanwhile (before the id was stored)? Then it is no longer open.
-        if answered.load(ordering: .acquiring) { openWaits.remove(id) }
-        let clock = clock
-        clock.execute {
-            clock.scheduleTimer(at: MonotonicClock.after(seconds: seconds)) {
-                answer(session.locked { entry.snapshot })
-            }
-        }
-    }
+/// What clients ask of tasks that exist: suspend, resume, cancel, change, delete. Each request
+/// is stored before the task's lifecycle takes it, and then performed by the runner.
+struct TaskControl: Sendable {
+    let runner: TaskRunner
+    /// Replies of completed tasks, dropped when a task changes or goes.
+    let completedReplies: CompletedReplyCache
 
+    private var journal: TaskJournal { runner.journal }
     /// `POST …/resume`: a suspended task runs again (continuing its partial file where the origin
     /// allows). Running or completed tasks are left as they are, as URLSession does.
-    package func resume(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
+    func resume(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
         request(.resume, of: session, id, completion: completion)
     }
 
     /// `POST …/suspend`: a running task stops; its partial file is kept for `resume`.
-    package func suspend(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
+    func suspend(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void) {
         request(.suspend, of: session, id, completion: completion)
     }
 
@@ -61,7 +30,7 @@ extension TaskCoordinator {
     private func request(_ event: TaskLifecycle.Event, of session: SessionState, _ id: String,
                          completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
     {
-        guard let entry = liveEntry(session, id) else { return record(session, id, answer: completion) }
+        guard let entry = journal.liveEntry(session, id) else { return journal.record(session, id, answer: completion) }
         let change: (TaskRecord, EventType)? = session.locked {
             var probe = entry.lifecycle
             guard case .perform(let actions) = probe.handle(event) else { return nil }
@@ -74,16 +43,19 @@ extension TaskCoordinator {
             return nil
         }
         guard let (change, announced) = change else { return completion(.success(session.locked { entry.snapshot })) }
-        persist(session, events: [.summary(change, announced)], reportedBy: entry,
+        journal.persist(session, events: [.summary(change, announced)], reportedBy: entry,
                 [.updateState(session: session.identifier, id: id, state: change.state, phase: change.phase)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             let (actions, handle) = session.locked {
                 publishState(change.state, of: entry, in: session)
-                return (step(entry, event), entry.transfer)
+                return (runner.step(entry, event), entry.transfer)
             }
             if actions.contains(.stopTransfer(.suspended)) { handle?.stop(.suspended) }
-            perform(actions, of: entry, in: session)
-            completion(.success(session.locked { entry.snapshot }))
+            // A resume starts the task, which is file work: off the store's completion queue.
+            runner.files.fileWork.async { [runner] in
+                runner.perform(actions, of: entry, in: session)
+                completion(.success(session.locked { entry.snapshot }))
+            }
         }
     }
 
@@ -97,10 +69,10 @@ extension TaskCoordinator {
     }
 
     /// `POST …/cancel`: the task completes with `cancelled`; answered once it has.
-    package func cancel(_ session: SessionState, _ id: String, produceResumeData: Bool,
+    func cancel(_ session: SessionState, _ id: String, produceResumeData: Bool,
                 completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
     {
-        guard let entry = liveEntry(session, id) else { return record(session, id, answer: completion) }
+        guard let entry = journal.liveEntry(session, id) else { return journal.record(session, id, answer: completion) }
         cancel(entry, in: session, produceResumeData: produceResumeData) { completion(.success($0)) }
     }
 
@@ -113,7 +85,7 @@ extension TaskCoordinator {
         let (handle, completed, actions): (TransferHandle?, TaskRecord?, [TaskLifecycle.Action]) = session.locked {
             if entry.record.isCompleted { return (nil, entry.record, []) }
             entry.completionWaiters.append(completion)
-            let actions = step(entry, .cancel(produceResumeData: produceResumeData))
+            let actions = runner.step(entry, .cancel(produceResumeData: produceResumeData))
             guard actions.contains(.stopTransfer(.cancelled)) else { return (nil, nil, actions) }
             session.count(from: entry.record.state, to: entry.lifecycle.state)
             entry.record.state = entry.lifecycle.state
@@ -123,22 +95,22 @@ extension TaskCoordinator {
         if let handle { return handle.stop(.cancelled) }
         guard !actions.isEmpty else { return }
         // Suspended, or waiting to start or retry: nothing runs, so the task completes here.
-        fileWork.async { [self] in perform(actions, of: entry, in: session) }
+        runner.files.fileWork.async { [self] in runner.perform(actions, of: entry, in: session) }
     }
 
     /// `PATCH …/tasks/{task}`: priority and description.
-    package func update(_ session: SessionState, _ id: String, priority: Double?, description: String??,
+    func update(_ session: SessionState, _ id: String, priority: Double?, description: String??,
                 completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
     {
         guard let entry = session.locked({ session.tasks[id] }) else {
-            // A completed task out of memory: load it, change it, store it.
-            return record(session, id) { [self] loaded in
+            // A completed task out of memory: load it (on the store's readers), change it, store it.
+            return journal.record(session, id) { [self] loaded in
                 guard case .success(var stored) = loaded else { return completion(loaded) }
                 if let priority { stored.priority = priority }
                 if let description { stored.description = description }
                 let changed = stored
-                persist(session, [.updateDetails(session: session.identifier, id: id, priority: changed.priority,
-                                                 description: changed.description)]) { [self] result in
+                journal.persist(session, [.updateDetails(session: session.identifier, id: id, priority: changed.priority,
+                                                         description: changed.description)]) { [self] result in
                     completedReplies.invalidate(session: session.identifier, id: id)
                     completion(result.map { _ in changed }.mapError(Refusal.storeFailure))
                 }
@@ -151,7 +123,7 @@ extension TaskCoordinator {
             return (r, entry.transfer)
         }
         // Only these two fields: the task may complete meanwhile, and its completion must stay.
-        persist(session, [.updateDetails(session: session.identifier, id: id, priority: change.priority,
+        journal.persist(session, [.updateDetails(session: session.identifier, id: id, priority: change.priority,
                                          description: change.description)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             // It may have completed meanwhile, left memory and been read since.
@@ -160,14 +132,14 @@ extension TaskCoordinator {
                 entry.record.priority = change.priority
                 entry.record.description = change.description
             }
-            if let priority, let handle { engine.setPriority(handle, priority) }
+            if let priority, let handle { runner.engine.setPriority(handle, priority) }
             completion(.success(session.locked { entry.snapshot }))
         }
     }
 
     /// `DELETE …/tasks/{task}`: cancel if needed, then forget the task and the files transferd
     /// keeps for it. A file written to a client's own `download.destination` is the client's and stays.
-    package func delete(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
+    func delete(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
         let entry = session.locked { session.tasks[id] }
         if let entry, !entry.record.isCompleted {
             return cancel(entry, in: session, produceResumeData: false) { [self] _ in
@@ -180,7 +152,7 @@ extension TaskCoordinator {
     /// Removes a completed task: its row, its spooled body, and the files transferd keeps for it
     /// (read on the store's readers when it is not in memory).
     func forget(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
-        record(session, id) { [self] loaded in
+        journal.record(session, id) { [self] loaded in
             switch loaded {
             case .success(let record): forget(record, of: session, completion: completion)
             case .failure(let error): completion(.failure(error))
@@ -190,25 +162,25 @@ extension TaskCoordinator {
 
     private func forget(_ record: TaskRecord, of session: SessionState, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
         let id = record.id
-        let ownedBlob = TaskCoordinator.ownedBlob(of: record)
+        let ownedBlob = TaskFiles.ownedBlob(of: record)
         let changes: [StoreChange] = [.deleteTask(session: session.identifier, id: id)] + (ownedBlob.map { [.deleteBlob($0)] } ?? [])
-        persist(session, changes) { [self] result in
+        journal.persist(session, changes) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             completedReplies.invalidate(session: session.identifier, id: id)
             session.locked {
                 if let entry = session.dropTask(id) {
-                    _ = step(entry, .deleted)
+                    _ = runner.step(entry, .deleted)
                     session.count(from: entry.record.state, to: nil)
                 } else {
                     session.count(from: record.state, to: nil)
                 }
             }
             let owned = [record.bodyLocation, record.destination == nil ? record.result?.location : nil].compactMap { $0 }
-            fileWork.async { [self] in
+            runner.files.fileWork.async { [self] in
                 for path in owned { unlink(path) }
-                removeOwnedBlobFile(of: record)
+                runner.files.removeOwnedBlobFile(of: record)
                 // A partial file kept for resume data goes with its task.
-                if record.error?.resumeData != nil { discardPartialOutput(of: record, session: session) }
+                if record.error?.resumeData != nil { runner.files.discardPartialOutput(of: record, session: session) }
             }
             completion(.success(()))
         }

@@ -3,7 +3,7 @@
 /// so that its seqs are used again and the journal has no gap — but only once nothing numbered
 /// after it can still be stored: while later batches are queued, the refused ones wait for those
 /// to fail too (then all go back at once) or to be stored (then the gap is in the journal already
-/// and the seqs stay spent). A pure value: the coordinator feeds it what the store answered.
+/// and the seqs stay spent). A pure value: the journal feeds it what the store answered.
 struct EventNumbering: Sendable, Equatable {
     /// The seq the next event gets.
     var next: Int64

@@ -1,19 +1,14 @@
-import Reactor
 import TransferStore
 
-extension TaskCoordinator {
+extension TaskJournal {
     /// Every few seconds, the progress of running tasks in durable sessions goes to the store in
     /// one transaction — never per chunk. Only the progress inside the stored document changes,
     /// and only while the row still says running, so a flush that loses a race with a completion
     /// cannot turn a completed task back.
-    package func startProgressFlushing(every seconds: Double = 5) {
-        clock.execute { [self] in scheduleProgressFlush(seconds) }
-    }
-
-    private func scheduleProgressFlush(_ seconds: Double) {
-        clock.scheduleTimer(at: MonotonicClock.after(seconds: seconds)) { [self] in
+    func startProgressFlushing(every seconds: Double) {
+        clock.schedule(after: seconds) { [self] in
             flushProgress()
-            scheduleProgressFlush(seconds)
+            startProgressFlushing(every: seconds)
         }
     }
 

@@ -6,13 +6,7 @@ import TransferModel
 /// `configuration.fail_on_http_error`: an origin status ≥ 400 that no retry will change ends the
 /// task with `http_error`. The response body stays readable at `…/body`, but a download leaves
 /// nothing at its destination: the error page is not the file asked for.
-extension TaskCoordinator {
-    /// The error the attempt's final response makes of the task, when the session asks for it.
-    static func httpError(_ response: ResponseHead?, configuration: SessionConfiguration) -> TaskError? {
-        guard configuration.failOnHTTPError, let status = response?.status, status >= 400 else { return nil }
-        return TaskError(code: .httpError, message: "the origin answered HTTP \(status)", status: status)
-    }
-
+extension TaskFiles {
     /// Keeps the response body of a task failing with `http_error` where `…/body` finds it, and
     /// returns the output still to be dropped (nil once the body took it over).
     func keepErrorBody(_ output: TaskOutput?, outcome: TransferOutcome, entry: TaskEntry, in session: SessionState) -> TaskOutput? {
@@ -34,7 +28,7 @@ extension TaskCoordinator {
             if let path = copyErrorBody(of: output, record: record, session: session) {
                 session.locked { entry.record.bodyLocation = path }
             }
-        } else if let bytes = TaskCoordinator.read(output.fd, upTo: limits.maxDataBodyBytes) {
+        } else if let bytes = TaskFiles.read(output.fd, upTo: maxBodyBytes) {
             session.locked { entry.memoryBody = bytes }
         }
         return output

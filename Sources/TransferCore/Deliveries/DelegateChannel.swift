@@ -15,9 +15,9 @@ import TransferModel
 /// them too.
 final class DelegateChannel: @unchecked Sendable {
     private let session: SessionState
-    private let coordinator: TaskCoordinator
-    /// Everything below is confined to this queue.
-    private let queue = DispatchQueue(label: "transferd.delegate")
+    private let deliveries: Deliveries
+    /// Everything below is confined to the session's executor.
+    private var queue: DispatchQueue { session.executor }
     /// The delegate it delivers to; `use` replaces it.
     private var delegate: Delegate
     private var delivery: DeliveryLifecycle
@@ -40,12 +40,12 @@ final class DelegateChannel: @unchecked Sendable {
 
     /// Delivers what follows `delivered` (the session's `deliveredThrough`), retrying on the
     /// configured schedule (which tests shorten).
-    init(session: SessionState, delegate: Delegate, delivered: Int64, coordinator: TaskCoordinator) {
+    init(session: SessionState, delegate: Delegate, delivered: Int64, deliveries: Deliveries) {
         self.session = session
         self.delegate = delegate
-        self.coordinator = coordinator
+        self.deliveries = deliveries
         delivery = DeliveryLifecycle(deliveredThrough: delivered, maxInFlight: delegate.maxInFlight,
-                                     schedule: coordinator.limits.webhookSchedule)
+                                     schedule: deliveries.schedule)
         upcoming = UpcomingEvents(after: delivered)
     }
 
@@ -53,7 +53,7 @@ final class DelegateChannel: @unchecked Sendable {
     static let pageSize = 64
 
     func start() {
-        coordinator.configureDeliveries(of: session, for: delegate)
+        deliveries.configureDeliveries(of: session, for: delegate)
         subscription = session.feed.subscribe { [weak self] events in
             guard let self else { return }
             if events.count == 1, events[0].type == .taskProgress {
@@ -85,7 +85,7 @@ final class DelegateChannel: @unchecked Sendable {
             generation += 1
             perform(feed(.delegateReplaced))
             if delivery.maxInFlight != wanted.maxInFlight {
-                coordinator.configureDeliveries(of: session, for: wanted)
+                deliveries.configureDeliveries(of: session, for: wanted)
                 // The room for events is fixed in the value; after the replacement nothing is out,
                 // so a new one from the same point is the same delivery with another room.
                 delivery = DeliveryLifecycle(deliveredThrough: delivery.deliveredThrough, maxInFlight: wanted.maxInFlight,
@@ -103,27 +103,25 @@ final class DelegateChannel: @unchecked Sendable {
     }
 
     private func save() {
+        dispatchPrecondition(condition: .onQueue(queue))
         saveScheduled = false
         let attempts = unsaved
         unsaved = []
-        coordinator.saveDeliveries(session, attempts)
+        deliveries.saveDeliveries(session, attempts)
     }
 
     private func noteProgress(_ attempt: DeliveryAttempt? = nil) {
+        dispatchPrecondition(condition: .onQueue(queue))
         if let attempt { unsaved.append(attempt) }
         guard !saveScheduled else { return }
         saveScheduled = true
-        let clock = coordinator.clock
-        clock.execute { [self] in
-            clock.scheduleTimer(at: MonotonicClock.after(seconds: Self.saveDelay)) { [self] in
-                queue.async { [self] in if saveScheduled { save() } }
-            }
-        }
+        deliveries.clock.schedule(after: Self.saveDelay, on: queue) { [self] in if saveScheduled { save() } }
     }
 
     /// Offers the lifecycle events while it wants them; those the delegate does not want are
     /// skipped, which counts them as delivered.
     private func pump() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped else { return }
         while delivery.wantsEvent, let event = nextEvent() {
             guard delegate.wants(event.type) else {
@@ -138,7 +136,7 @@ final class DelegateChannel: @unchecked Sendable {
     private func nextEvent() -> Event? {
         if upcoming.needsRead {
             // Unreadable now: read as nothing yet, so delivery waits and reads again at the next event.
-            upcoming.read((try? coordinator.events(of: session, after: upcoming.known, limit: Self.pageSize)) ?? [], pageSize: Self.pageSize)
+            upcoming.read((try? deliveries.journal.events(of: session, after: upcoming.known, limit: Self.pageSize)) ?? [], pageSize: Self.pageSize)
         }
         return upcoming.take()
     }
@@ -150,13 +148,14 @@ final class DelegateChannel: @unchecked Sendable {
         case .perform(let actions):
             return actions
         case .invalid(_, let event):
-            coordinator.logger.error("webhook delivery cannot take this here",
+            deliveries.logger.error("webhook delivery cannot take this here",
                                      metadata: ["session": .string(session.identifier), "event": .string("\(event)")])
             return []
         }
     }
 
     private func perform(_ actions: [DeliveryLifecycle.Action]) {
+        dispatchPrecondition(condition: .onQueue(queue))
         for action in actions {
             switch action {
             case .send(let seq, let attempt):
@@ -164,26 +163,27 @@ final class DelegateChannel: @unchecked Sendable {
             case .scheduleRetry(let seq, let delay):
                 scheduleRetry(seq, after: delay)
             case .markDelivered(let through):
-                coordinator.markDelivered(session, through: through)
+                deliveries.markDelivered(session, through: through)
                 noteProgress()
             case .disable(let reason):
                 outstanding = [:]
-                coordinator.disable(delegate, of: session, because: reason.explanation)
+                deliveries.disable(delegate, of: session, because: reason.explanation)
             }
         }
     }
 
     private func send(_ event: Event, attempt: Int) {
         let generation = generation
-        coordinator.deliver(event, to: delegate, session: session) { [self] outcome in
+        deliveries.deliver(event, to: delegate, session: session) { [self] outcome in
             queue.async { [self] in finished(event, attempt: attempt, generation: generation, outcome: outcome) }
         }
     }
 
     private func finished(_ event: Event, attempt: Int, generation sent: Int, outcome: TransferOutcome) {
+        dispatchPrecondition(condition: .onQueue(queue))
         // Stopped because transferd is stopping: no answer either way; the next start sends it.
         guard outcome.stopReason != .shutdown else { return }
-        coordinator.metrics.webhookAttempt(event, status: outcome.failure == nil ? outcome.response?.status : nil)
+        deliveries.metrics.webhookAttempt(event, status: outcome.failure == nil ? outcome.response?.status : nil)
         guard sent == generation else {
             // Made to a replaced delegate: it is on record, but decides nothing for the current one.
             return noteProgress(DeliveryAttempt(event, attempt: attempt, outcome: outcome, nextAttemptAt: nil))
@@ -210,31 +210,28 @@ final class DelegateChannel: @unchecked Sendable {
             if let status { metadata["status"] = .stringConvertible(status) }
             if let task = event.task { metadata["task"] = .string(task) }
             if let retryDelay { metadata["retry_in_s"] = .stringConvertible((retryDelay * 10).rounded() / 10) }
-            coordinator.logger.warning("webhook delivery failed", metadata: metadata)
+            deliveries.logger.warning("webhook delivery failed", metadata: metadata)
         }
         noteProgress(DeliveryAttempt(event, attempt: attempt, outcome: outcome,
-                                     nextAttemptAt: retryDelay.map { Timestamp.now().adding(seconds: $0) }))
+                                     nextAttemptAt: retryDelay.map { deliveries.clock.now().adding(seconds: $0) }))
         perform(actions)
         pump()
     }
 
     private func scheduleRetry(_ seq: Int64, after delay: Double) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let generation = generation
-        let clock = coordinator.clock
-        clock.execute { [self] in
-            clock.scheduleTimer(at: MonotonicClock.after(seconds: delay)) { [self] in
-                queue.async { [self] in
-                    guard !stopped, generation == self.generation else { return }
-                    perform(feed(.timerFired(seq: seq)))
-                }
-            }
+        deliveries.clock.schedule(after: delay, on: queue) { [self] in
+            guard !stopped, generation == self.generation else { return }
+            perform(feed(.timerFired(seq: seq)))
         }
     }
 
     /// Progress is live only: one attempt, no retry, no record.
     private func pushProgress(_ event: Event) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped, delegate.wants(.taskProgress) else { return }
-        coordinator.deliver(event, to: delegate, session: session) { _ in }
+        deliveries.deliver(event, to: delegate, session: session) { _ in }
     }
 }
 

@@ -1,24 +1,19 @@
 import JSON
-import Reactor
 import TransferModel
 
-extension TaskCoordinator {
+extension TaskJournal {
     /// Once a second, `task.progress` for each task of a session someone listens to whose transfer
     /// moved bytes since the last one (URLSession's didWriteData / didSendBodyData): live only,
     /// never journaled (throttled: at most one a second a task).
-    package func startProgressEvents() {
-        clock.execute { [self] in scheduleProgressEvents() }
-    }
-
-    private func scheduleProgressEvents() {
-        clock.scheduleTimer(at: MonotonicClock.after(seconds: 1)) { [self] in
+    func startProgressEvents() {
+        clock.schedule(after: 1) { [self] in
             publishProgress()
-            scheduleProgressEvents()
+            startProgressEvents()
         }
     }
 
     private func publishProgress() {
-        let now = Timestamp.now()
+        let now = clock.now()
         for session in registry.all where session.feed.hasListeners {
             let events: [Event] = session.locked {
                 session.tasks.values.compactMap { entry in
