@@ -176,13 +176,15 @@ struct TaskControl: Sendable {
                 }
             }
             let owned = [record.bodyLocation, record.destination == nil ? record.result?.location : nil].compactMap { $0 }
+            // Answered once the files are gone: a client that deletes a task and then looks finds
+            // nothing of it left.
             runner.files.fileWork.async { [self] in
                 for path in owned { unlink(path) }
                 runner.files.removeOwnedBlobFile(of: record)
                 // A partial file kept for resume data goes with its task.
                 if record.error?.resumeData != nil { runner.files.discardPartialOutput(of: record, session: session) }
+                completion(.success(()))
             }
-            completion(.success(()))
         }
     }
 }
