@@ -21,7 +21,10 @@ extension MultiLoop {
     /// Large receive buffers make a lone download write in big pieces (page-cache writes of 1 MiB
     /// run about twice as fast as 16 KiB ones); with many transfers at once, memory matters more:
     /// curl allocates the buffer per handle, and 10,000 slow transfers must fit in 1 GiB.
-    var bufferSize: Int { runningCount <= 32 ? 1 << 20 : 16 * 1024 }
+    /// Transfers still opening their files count too: in a burst of small downloads most of the
+    /// admitted ones wait for their files, and counting only the running ones gave half of the
+    /// burst a 1 MiB buffer, mapped and unmapped (and its pages faulted in) for 16 KiB.
+    var bufferSize: Int { runningCount + preparingCount <= 32 ? 1 << 20 : 16 * 1024 }
 
     /// The session's curl share, made on its first transfer.
     func share(for session: String) -> OpaquePointer {

@@ -23,6 +23,9 @@ final class MultiLoop: @unchecked Sendable {
     var shares: [String: OpaquePointer] = [:]
     var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
     private(set) var runningCount = 0
+    /// Admitted transfers whose files are being opened (`prepareFiles`): not running yet, but
+    /// about to, so they count for the buffer size.
+    private(set) var preparingCount = 0
     /// The urgent waiting count last added to `shared`.
     var publishedUrgentWaiting = 0
     private var retiredShares: [OpaquePointer] = []
@@ -91,9 +94,11 @@ final class MultiLoop: @unchecked Sendable {
         guard let preparer = transfer.spec.preparer else { return }
         // Counted as undelivered until it is back: a shutdown waits for its outcome too.
         undelivered.add(1, ordering: .relaxed)
+        preparingCount += 1
         shared.preparations.async { [self] in
             let files = Result { () throws(TransferFailure) in try preparer.prepare() }
             loop.execute { [self] in
+                preparingCount -= 1
                 prepared(transfer, files)
                 undelivered.subtract(1, ordering: .releasing)
             }

@@ -55,7 +55,8 @@ extension Transfer {
     /// The task's own headers for the current request: a custom `Authorization` or `Cookie`
     /// stays with the task's first host, as curl keeps it on redirects it follows itself.
     var requestHeaders: [(String, String)] {
-        guard URLParts(requestURL)?.hostKey != spec.hostKey else { return spec.headers }
+        // Before any redirect the request goes to the task's own URL: nothing to parse.
+        guard requestURL != spec.url, URLParts(requestURL)?.hostKey != spec.hostKey else { return spec.headers }
         return spec.headers.filter { !["authorization", "cookie"].contains($0.0.lowercased()) }
     }
 }

@@ -38,7 +38,11 @@ public struct ResponseHead: Sendable {
     }
 
     public var mimeType: String? {
-        header("content-type").map { String($0.split(separator: ";")[0]).trimmed().lowercased() }
+        header("content-type").map { value in
+            // Most values carry no parameters: nothing to split off.
+            let type = value.utf8.contains(UInt8(ascii: ";")) ? String(value.split(separator: ";")[0]) : value
+            return type.trimmed().lowercased()
+        }
     }
 
     public var expectedContentLength: Int64? { header("content-length").flatMap { Int64($0.trimmed()) } }

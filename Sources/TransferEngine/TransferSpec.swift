@@ -7,7 +7,12 @@ public struct TransferSpec: Sendable {
     public var label: String
     /// Transfers of one session share a loop, a cookie jar and caches, and its admission limits.
     public var session: String
-    public var url: String
+    public var url: String {
+        didSet { hostKey = TransferSpec.hostKey(of: url) }
+    }
+    /// `scheme://host:port` of the URL, the unit `max_connections_per_host` counts: kept, not
+    /// parsed at each ask, since the engine asks several times a transfer.
+    public private(set) var hostKey: String
     public var method: String = "GET"
     public var headers: [(String, String)] = []
     public var body: RequestBodySource = .none
@@ -53,10 +58,10 @@ public struct TransferSpec: Sendable {
         self.label = label
         self.session = session
         self.url = url
+        hostKey = TransferSpec.hostKey(of: url)
     }
 
-    /// `scheme://host:port` of the URL, the unit `max_connections_per_host` counts.
-    public var hostKey: String { URLParts(url)?.hostKey ?? url }
+    private static func hostKey(of url: String) -> String { URLParts(url)?.hostKey ?? url }
 }
 
 /// Opens what a transfer reads and writes when the engine admits it, not when it is queued: a

@@ -14,7 +14,7 @@ import Reactor
 package enum RandomID {
     /// Base-36 digits in ASCII order, so that ids sort as their times do.
     private static let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
-    private static let state = Locked(Xoshiro256StarStar())
+    fileprivate static let state = Locked(Xoshiro256StarStar())
     package static let timeDigits = 9
     package static let randomDigits = 11
 
@@ -68,6 +68,14 @@ package enum RandomID {
     }
 
     private static let digitValues: [Int?] = (0..<256).map { c in digits.firstIndex(of: UInt8(c)) }
+}
+
+/// Numbers that need no secrecy (a retry's jitter) drawn from the ids' generator: the system one
+/// makes a getrandom(2) call for each, once a task when every ended transfer draws its jitter.
+package struct SharedRandom: RandomNumberGenerator {
+    package init() {}
+
+    package mutating func next() -> UInt64 { RandomID.state.withLock { $0.next() } }
 }
 
 struct Xoshiro256StarStar: RandomNumberGenerator {

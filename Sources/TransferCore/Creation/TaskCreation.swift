@@ -57,13 +57,16 @@ struct TaskCreation: Sendable {
     /// A `download.destination` must lie inside one of `roots` (the caller's; no `..`, no symlink
     /// out) and its directory must exist: checked when the task is created, so a bad path is a 4xx
     /// now rather than a failed task later.
+    /// A batch's destinations mostly share a directory, which is opened once for all of them.
     func checkDestinations(_ requests: [TaskCreationRequest], roots: AllowedRoots) throws(Refusal) {
+        var opened: Set<String> = []
         for (i, request) in requests.enumerated() {
             guard let destination = request.destination else { continue }
             let field = requests.count > 1 ? "tasks[\(i)].download.destination" : "download.destination"
             do {
-                let parent = try roots.openParent(of: destination)
-                close(parent.dirfd)
+                let place = try roots.place(of: destination)
+                guard opened.insert(place.directoryKey).inserted else { continue }
+                close(try roots.openDirectory(of: place))
             } catch .notAllowed {
                 throw Refusal(.forbidden, "path_not_allowed", "\(destination) is not inside a path the caller may use (--allow-path, or its allow_paths)", field: field)
             } catch .missing {

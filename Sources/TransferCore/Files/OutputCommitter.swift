@@ -82,7 +82,13 @@ final class OutputCommitter: Sendable {
             return errors
         }
         var byDevice: [UInt64: [Int]] = [:]
-        for (i, output) in outputs.enumerated() { byDevice[output.device, default: []].append(i) }
+        // A file was made in its directory, on the directory's file system: one fstat a directory.
+        var devices: [String: UInt64] = [:]
+        for (i, output) in outputs.enumerated() {
+            let device = devices[output.directoryPath] ?? output.device
+            devices[output.directoryPath] = device
+            byDevice[device, default: []].append(i)
+        }
         for indices in byDevice.values where syncfs(outputs[indices[0]].fd) != 0 {
             for i in indices {
                 do { try outputs[i].syncData() } catch { errors[i] = error }

@@ -123,7 +123,10 @@ extension TaskRunner {
     /// Folds what the attempt learned into the task: response, progress, metrics.
     static func absorb(_ outcome: TransferOutcome, into record: inout TaskRecord) {
         if let response = outcome.response {
-            record.response = TaskResponse(response)
+            // Mostly the head already taken in on its arrival (`transferReceivedResponse`).
+            if record.currentURL != response.url || record.response?.hasFields(of: response) != true {
+                record.response = TaskResponse(response)
+            }
             record.currentURL = response.url
             if let length = response.expectedContentLength {
                 record.progress.bytesExpectedToReceive = length + (outcome.resumedAtOffset ?? 0)

@@ -55,7 +55,8 @@ extension TaskRunner {
         case nil:
             let policy = RetryPolicy(configuration: configuration, mode: session.mode, method: record.method)
             let deadline = record.createdAt.adding(seconds: configuration.timeoutResource)
-            let now = clock.now(), jitter = Double.random(in: RetryPolicy.jitter)
+            var random = SharedRandom()
+            let now = clock.now(), jitter = Double.random(in: RetryPolicy.jitter, using: &random)
             if let failure = outcome.failure {
                 let error = TaskError(failure)
                 ending = error

@@ -87,4 +87,11 @@ extension TaskResponse {
                   mimeType: head.mimeType, expectedContentLength: head.expectedContentLength,
                   suggestedFilename: head.suggestedFilename)
     }
+
+    /// Whether `init(head)` would give this, made from a head with the same URL: every other
+    /// member derives from the status and the fields, and comparing those costs less than deriving.
+    func hasFields(of head: ResponseHead) -> Bool {
+        status == head.status && headers.count == head.headers.count
+            && zip(headers, head.headers).allSatisfy { $0.name == $1.0 && $0.value == $1.1 }
+    }
 }
