@@ -16,7 +16,7 @@ struct FakeClockTests {
         let origin = try TestOrigin()
         let clock = ManualClock()
         let core = try CoreHarness(time: clock, limits: limits)
-        defer { core.tearDown(); origin.server.shutdown() }
+        defer { core.tearDown(); clock.stop(); origin.server.shutdown() }
         try body(origin, core, clock)
     }
 
