@@ -16,7 +16,7 @@ struct FakeClockTests {
         let origin = try TestOrigin()
         let clock = ManualClock()
         let core = try CoreHarness(time: clock, limits: limits)
-        defer { core.tearDown(); clock.stop(); origin.server.shutdown() }
+        defer { clock.stop(); core.tearDown(); origin.server.shutdown() }
         try body(origin, core, clock)
     }
 
@@ -94,6 +94,9 @@ struct FakeClockTests {
             #expect(Self.hits(origin) == 1)
             clock.advance(by: 1.2)
             try CoreHarness.poll("the second attempt") { Self.hits(origin) == 2 }
+            // Its failure taken in (the next retry and the save wait on the clock again), so no
+            // webhook is in flight when the core stops.
+            try CoreHarness.poll("the second attempt to fail") { clock.waiting == 2 }
         }
     }
 }

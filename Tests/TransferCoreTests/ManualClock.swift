@@ -14,10 +14,10 @@ final class ManualClock: ServiceClock {
         let cancelled: Locked<Bool>
     }
 
-    private let state: Locked<(now: Double, wall: Timestamp, next: Int, pending: [Pending])>
+    private let state: Locked<(now: Double, wall: Timestamp, next: Int, pending: [Pending], stopped: Bool)>
 
     init(wall: Timestamp = Timestamp(milliseconds: 1_700_000_000_000)) {
-        state = Locked((0, wall, 0, []))
+        state = Locked((0, wall, 0, [], false))
     }
 
     func now() -> Timestamp { state.withLock { $0.wall } }
@@ -31,6 +31,7 @@ final class ManualClock: ServiceClock {
     func schedule(after seconds: Double, on executor: DispatchQueue?, _ work: @escaping @Sendable () -> Void) -> ScheduledWork {
         let cancelled = Locked(false)
         state.withLock { s in
+            guard !s.stopped else { return }
             s.pending.append(Pending(deadline: s.now + max(0, seconds), order: s.next, executor: executor, work: work, cancelled: cancelled))
             s.next += 1
         }
@@ -51,10 +52,14 @@ final class ManualClock: ServiceClock {
         }
     }
 
-    /// Drops every timer that has not run, as the service's clock does when it stops: their work
+    /// Drops every timer that has not run, and any asked for later (an answer still in flight at
+    /// the end of a test schedules one), as the service's clock does when it stops: their work
     /// holds the core, which would otherwise outlive the test (LeakSanitizer reports it).
     func stop() {
-        state.withLock { $0.pending.removeAll() }
+        state.withLock { s in
+            s.pending.removeAll()
+            s.stopped = true
+        }
     }
 
     private func takeDue(before end: Double) -> Pending? {

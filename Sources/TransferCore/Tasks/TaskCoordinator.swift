@@ -104,7 +104,14 @@ package final class TaskCoordinator: Sendable {
     package func shutdown() {
         recovery.interruptDefaultTasksAtRest()
         // Webhook bookkeeping waiting for its batch is stored while the store is still open.
-        for session in registry.all { session.locked { session.channel }?.saveNow() }
+        // The channels then leave their sessions: nothing more is delivered, and a channel no
+        // longer holds the rooms that hold its session.
+        for session in registry.all {
+            session.locked { () -> DelegateChannel? in
+                defer { session.channel = nil }
+                return session.channel
+            }?.saveNow()
+        }
         clock.stopAndJoin()
     }
 
