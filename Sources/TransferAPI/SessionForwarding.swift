@@ -50,16 +50,24 @@ package struct SessionForwarding: Sendable {
     private func arrived(_ request: HTTPRequest, _ responder: Responder, known: SessionPlace?, here: @escaping @Sendable () -> Void) {
         if known == .here { return here() }
         lookups.async { [self] in
-            switch placement.lookUp(request.parameters["identifier"] ?? "") {
-            case .replica(let address) where address != forwarder.advertisedAddress:
+            let place = placement.lookUp(request.parameters["identifier"] ?? "")
+            if case .replica(let address) = place, address != forwarder.advertisedAddress {
                 responder.respond(SessionForwarding.retry("this session moved to another replica (\(address)) meanwhile"))
-            case .moving:
-                responder.respond(SessionForwarding.retry("this session's replica is gone and its lease not yet expired"))
-            case .unknown:
-                responder.respond(SessionForwarding.storeUnreachable(request))
-            default:
+            } else if let refusal = SessionForwarding.unservable(place, request) {
+                responder.respond(refusal)
+            } else {
                 here()
             }
+        }
+    }
+
+    /// The answer when no replica can serve the session now: its holder is gone with the lease not
+    /// yet expired, or the store cannot say who holds it; nil when it is placed somewhere.
+    private static func unservable(_ place: SessionPlace, _ request: HTTPRequest) -> HTTPResponse? {
+        switch place {
+        case .moving: retry("this session's replica is gone and its lease not yet expired")
+        case .unknown: storeUnreachable(request)
+        default: nil
         }
     }
 
@@ -86,11 +94,8 @@ package struct SessionForwarding: Sendable {
                 }
             }
             forwarder.forward(request, to: address, responder)
-        case .moving:
-            responder.respond(SessionForwarding.retry("this session's replica is gone and its lease not yet expired"))
-        case .unknown:
-            responder.respond(SessionForwarding.storeUnreachable(request))
         default:
+            if let refusal = SessionForwarding.unservable(place, request) { return responder.respond(refusal) }
             here()
         }
     }
