@@ -16,6 +16,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -28,6 +29,7 @@ LINK_RATE = 125e6  # the emulated link: 1 Gbit/s, in bytes a second
 def cmd_origin(args):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = 30  # a client gone without a FIN or RST (a cut connection) frees its thread
 
         def do_PUT(self):
             length = self.headers.get("Content-Length")
@@ -36,10 +38,13 @@ def cmd_origin(args):
                 return
             left = int(length)
             name = os.path.basename(self.path.split("?")[0]) or "upload"
-            part = os.path.join(args.dir, name + ".part")
+            part = os.path.join(args.dir, f"{name}.{threading.get_ident()}.part")
             with open(part, "wb") as f:
                 while left:
-                    chunk = self.rfile.read(min(left, 1 << 20))
+                    try:
+                        chunk = self.rfile.read(min(left, 1 << 20))
+                    except OSError:  # reset, or the timeout
+                        chunk = b""
                     if not chunk:  # the connection ended before the body did
                         os.unlink(part)
                         self.close_connection = True
@@ -109,12 +114,14 @@ def cmd_report(args):
         return "-" if v is None else f"{v:.1f}"
 
     tools = ("curl", "aria2c", "transferd")
-    print("Per run: seconds (bytes the origin sent beyond the file)")
+    if downloads:
+        print("Per run: seconds (bytes the origin sent beyond the file)")
     for key in downloads:
         for tool in tools:
             runs = downloads[key].get(tool, [])
             print(f"  {label(key):36} {tool:9} " + "  ".join(f"{s:.2f} ({e:+,})" for s, e in runs))
-    print()
+    if downloads:
+        print()
     head = ("link", "curl MB/s", "aria2c MB/s", "transferd MB/s", "transferd / aria2c", "share of the link",
             "transferd beyond the file")
     rows = []
@@ -124,8 +131,9 @@ def cmd_report(args):
         extra = [e for _, e in downloads[key].get("transferd", [])]
         rows.append((label(key), f1(rates["curl"]), f1(a), f1(t), f"{t / a:.2f}x" if t and a else "-",
                      f"{t * 1e6 / LINK_RATE:.0%}" if t else "-", f"{max(extra):,} B" if extra else "-"))
-    table(head, rows, left=(0,))
-    print()
+    if rows:
+        table(head, rows, left=(0,))
+        print()
 
     bars, missed = [], []
 

@@ -274,20 +274,24 @@ bench_link() {  # rtt:loss:outage
 }
 
 # --- uploads -----------------------------------------------------------------------------------------
-start_upload_origin() {  # -> "url" on stdout, or nothing when that origin is not in the tree
+start_upload_origin() {  # sets upload_url, left empty when that origin is not in the tree
   local dir=$work/uploaded
   mkdir -p "$dir"
+  upload_url=""
   case $UPLOAD_ORIGIN in
-    plain) "${in_o[@]}" "${WAN[@]}" origin --port $UPLOAD_PORT --dir "$dir" & ;;
+    plain) "${in_o[@]}" "${WAN[@]}" origin --port $UPLOAD_PORT --dir "$dir" >"$work/origin.log" 2>&1 & ;;
     ietf|tus)
       [ -f Tests/integration/support/resumable_origin.py ] || return 0
       "${in_o[@]}" python3 Tests/integration/support/resumable_origin.py --protocol "$UPLOAD_ORIGIN" \
-        --port $UPLOAD_PORT --dir "$dir" & ;;
+        --port $UPLOAD_PORT --dir "$dir" >"$work/origin.log" 2>&1 & ;;
     *) log "BENCH_WAN_UPLOAD_ORIGIN must be plain, ietf or tus"; exit 2 ;;
   esac
   origin_pid=$!
   for _ in $(seq 50); do
-    "${in_o[@]}" ss -ltn | grep -q ":$UPLOAD_PORT " && { echo "http://$IP_O:$UPLOAD_PORT/wan-upload.bin"; return 0; }
+    if "${in_o[@]}" ss -ltn | grep -q ":$UPLOAD_PORT "; then
+      upload_url="http://$IP_O:$UPLOAD_PORT/wan-upload.bin"
+      return 0
+    fi
     sleep 0.1
   done
   log "the $UPLOAD_ORIGIN upload origin did not start"
@@ -311,8 +315,15 @@ upload_once() {  # how (reset|kill9) upload-url
   done
   case $how in
     reset)
-      log "  cutting the connection at $(origin_received) bytes"
-      "${in_o[@]}" ss -K dst $IP_C sport = :$UPLOAD_PORT >/dev/null ;;
+      # The origin's side is destroyed (ss -K, where the kernel allows it), and the client's port
+      # rejected with a TCP reset from then on, so the client sees the cut whichever way it goes.
+      local ports port
+      ports=$(ss -Htn state established dst $IP_O:$UPLOAD_PORT | awk '{ n = split($3, a, ":"); print a[n] }')
+      log "  cutting the connection (client port ${ports//$'\n'/ }) at $(origin_received) bytes"
+      for port in $ports; do
+        "${in_o[@]}" iptables -I INPUT -p tcp -s $IP_C --sport "$port" --dport $UPLOAD_PORT -j REJECT --reject-with tcp-reset
+      done
+      "${in_o[@]}" ss -K dst $IP_C sport = :$UPLOAD_PORT >/dev/null 2>&1 || true ;;
     kill9)
       log "  kill -9 transferd at $(origin_received) bytes, then starting it again on the same data directory"
       kill -KILL "$transferd_pid"
@@ -326,6 +337,7 @@ upload_once() {  # how (reset|kill9) upload-url
     [ $SECONDS -lt $deadline ] || { log "  the upload is still $state after ${TIMEOUT}s"; break; }
   done
   sleep 0.5  # the origin's last ACKs
+  "${in_o[@]}" iptables -F INPUT
   local received completed=no seconds
   received=$(origin_received)
   seconds=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
@@ -344,11 +356,11 @@ upload_once() {  # how (reset|kill9) upload-url
 }
 
 bench_uploads() {
-  local rtt loss outage_s url
+  local rtt loss outage_s
   IFS=: read -r rtt loss outage_s <<<"$UPLOAD_LINK"
   log "uploads: $((UPLOAD_SIZE / 1048576)) MiB to a $UPLOAD_ORIGIN origin, RTT $rtt ms, $loss% loss  [load $(cut -d' ' -f1-3 /proc/loadavg)]"
-  url=$(start_upload_origin)
-  if [ -z "$url" ]; then
+  start_upload_origin
+  if [ -z "$upload_url" ]; then
     log "  $UPLOAD_ORIGIN: origin not available (no Tests/integration/support/resumable_origin.py)"
     echo "ul reset $UPLOAD_ORIGIN $UPLOAD_SIZE -1 no 0" >>"$work/results"
     echo "ul kill9 $UPLOAD_ORIGIN $UPLOAD_SIZE -1 no 0" >>"$work/results"
@@ -358,13 +370,11 @@ bench_uploads() {
   check_rtt "$rtt"
   # Before the NFQUEUE rule: a packet the delay line accepts leaves the chain there.
   "${in_o[@]}" iptables -t mangle -I PREROUTING 1 -i twan-o -p tcp --dport $UPLOAD_PORT -m comment --comment wan-count
-  upload_dir=$(mktemp -d /dev/shm/transferd-wan-upload.XXXXXX)
-  cleanup_paths+=("$upload_dir")
   upload_file=$upload_dir/source.bin
   head -c "$UPLOAD_SIZE" /dev/urandom >"$upload_file"
   upload_sha=$(sha256sum "$upload_file" | cut -d' ' -f1)
-  upload_once reset "$url"
-  upload_once kill9 "$url"
+  upload_once reset "$upload_url"
+  upload_once kill9 "$upload_url"
 }
 
 inside() {
@@ -404,8 +414,9 @@ inside() {
   api_port=$(free_port)
   token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
   auth="Authorization: Bearer $token"
-  upload_dir=$out
-  launch_transferd "$api_port" "$work/transferd.log" --allow-path "$out"
+  upload_dir=$(mktemp -d /dev/shm/transferd-wan-upload.XXXXXX)
+  cleanup_paths+=("$upload_dir")
+  launch_transferd "$api_port" "$work/transferd.log" --allow-path "$out" --allow-path "$upload_dir"
   wait_for "$url" -I
 
   if want links; then
