@@ -191,7 +191,7 @@ queue_drops() {  # the kernel's nfqueue drops in both namespaces: queue full + n
 }
 
 origin_sent() {  # bytes nginx has sent (bodies) so far, from its access log
-  awk '{ s += $1 } END { printf "%d", s }' "$work/access.log" 2>/dev/null || echo 0
+  awk '{ s += $1 } END { printf "%.0f", s }' "$work/access.log" 2>/dev/null || echo 0
 }
 
 origin_counter() {  # chain -> "bytes packets" of the counting rule in the origin's mangle chain
