@@ -68,7 +68,8 @@ def cmd_origin(args):
 def cmd_upload(args):
     api = API(args.api, args.token)
     put_session(api, args.session, None)
-    body = {"kind": "upload", "request": {"url": args.url, "method": "PUT"}, "upload": {"from_file": args.file}}
+    upload = {"from_file": args.file, **({"resumable": args.resumable} if args.resumable else {})}
+    body = {"kind": "upload", "request": {"url": args.url, "method": args.method}, "upload": upload}
     task = api.json("POST", f"/v1/sessions/{args.session}/tasks", json.dumps(body).encode(), expect=(201,))
     print(task["id"])
 
@@ -210,7 +211,9 @@ def main():
         s.add_argument("--session", required=True)
         if name == "upload":
             s.add_argument("--url", required=True)
+            s.add_argument("--method", default="PUT")
             s.add_argument("--file", required=True)
+            s.add_argument("--resumable", help="upload.resumable (unset: the service's default)")
         else:
             s.add_argument("--id", required=True)
             s.add_argument("--wait", type=int, default=0)

@@ -283,13 +283,16 @@ start_upload_origin() {  # sets upload_url, left empty when that origin is not i
     ietf|tus)
       [ -f Tests/integration/support/resumable_origin.py ] || return 0
       "${in_o[@]}" python3 Tests/integration/support/resumable_origin.py --protocol "$UPLOAD_ORIGIN" \
-        --port $UPLOAD_PORT --dir "$dir" >"$work/origin.log" 2>&1 & ;;
+        --host 0.0.0.0 --port $UPLOAD_PORT --dir "$dir" >"$work/origin.log" 2>&1 & ;;
     *) log "BENCH_WAN_UPLOAD_ORIGIN must be plain, ietf or tus"; exit 2 ;;
   esac
   origin_pid=$!
   for _ in $(seq 50); do
     if "${in_o[@]}" ss -ltn | grep -q ":$UPLOAD_PORT "; then
+      # tus: the task's URL is the creation URL, POSTed to; the others take the body as it is.
       upload_url="http://$IP_O:$UPLOAD_PORT/wan-upload.bin"
+      upload_task=(--method PUT)
+      [ "$UPLOAD_ORIGIN" = tus ] && upload_url="http://$IP_O:$UPLOAD_PORT/files" && upload_task=(--method POST --resumable tus)
       return 0
     fi
     sleep 0.1
@@ -307,7 +310,8 @@ origin_received() {  # TCP payload the upload origin received since the counters
 upload_once() {  # how (reset|kill9) upload-url
   local how=$1 url=$2 id state sent code t0 half=$(( UPLOAD_SIZE / 2 ))
   "${in_o[@]}" iptables -t mangle -Z PREROUTING
-  id=$("${WAN[@]}" upload --api "$api" --token "$token" --session "wan.upload.$how" --url "$url" --file "$upload_file")
+  id=$("${WAN[@]}" upload --api "$api" --token "$token" --session "wan.upload.$how" --url "$url" \
+         --file "$upload_file" "${upload_task[@]}")
   t0=$EPOCHREALTIME
   while [ "$(origin_received)" -lt $half ]; do
     sleep 0.05
