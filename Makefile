@@ -98,7 +98,7 @@ bench-cluster: build
 ## make bench-wan: downloads and uploads over an emulated long, lossy 1 Gbit/s link (bench/wan.sh,
 ## as root: two network namespaces, tbf, iptables loss, an NFQUEUE delay line): transferd against
 ## curl and aria2c -x16 at four links, a 3 s outage, and uploads cut at 50%. Not in BENCHES: it
-## needs root and takes about 15 minutes (BENCH_WAN_SIZE, BENCH_ONLY=links|uploads for less).
+## needs root and takes 15–20 minutes (BENCH_WAN_SIZE, BENCH_ONLY=links|uploads for less).
 bench-wan: build
 	bench/wan.sh
 

@@ -31,7 +31,9 @@
 # competes with the transfers) and the kernel's nfqueue drop counters (non-zero means the delay line
 # did not keep up and the link lost more than asked).
 #
-# Usage: bench/wan.sh (as root); exits 1 when a check fails or a bar is missed.
+# Usage: bench/wan.sh (as root; 15–20 minutes with the defaults); exits 1 when a check fails or a
+# bar is missed. One run at a time: the namespaces have fixed names, and a run removes what an
+# earlier one left behind.
 # Environment:
 #   BENCH_RUNS [3]                  runs per tool and link (medians)
 #   BENCH_WAN_SIZE [268435456]      bytes of the downloaded file
@@ -42,7 +44,8 @@
 #   BENCH_WAN_CONFIG [{}]           transferd's session configuration for the downloads (JSON)
 #   BENCH_WAN_UPLOAD_SIZE [1073741824], BENCH_WAN_UPLOAD_LINK [80:0.1:0]
 #   BENCH_WAN_UPLOAD_ORIGIN [plain] plain (PUT, nothing resumable), ietf or tus (the test origin
-#                                   Tests/integration/support/resumable_origin.py, when present)
+#                                   Tests/integration/support/resumable_origin.py, when present;
+#                                   otherwise the table says "origin not available")
 #   BENCH_WAN_TIMEOUT [600]         seconds any one transfer may take
 #   TRANSFERD_BINARY [.build/release/transferd]
 set -euo pipefail

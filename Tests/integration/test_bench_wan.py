@@ -1,4 +1,4 @@
-"""bench/wan.sh in brief (README "Benchmarks"): one small download per tool over one emulated link
+"""bench/wan.sh in brief (README "Development"): one small download per tool over one emulated link
 (RTT 40 ms, no loss) and a small upload cut twice, against the transferd under test. Checks the
 shape, not the speed: every download's sha256 verified, the tables printed, the uploads
 completed, and the namespaces, rules and processes gone afterwards."""
