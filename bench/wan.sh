@@ -41,6 +41,10 @@
 #   BENCH_WAN_LINKS                 the links, space-separated RTT_MS:LOSS_%:OUTAGE_S
 #                                   [1:0:0 80:0.1:0 200:1:0 40:0.5:0 40:0.5:3]
 #   BENCH_WAN_CC [the namespace's default]  TCP congestion control of the origin: cubic, bbr, reno
+#                                   (added to the host's tcp_allowed_congestion_control for the run
+#                                   if missing). Loss-based ones are far slower on these links (cubic:
+#                                   about 0.9 MB/s for one connection at 80 ms / 0.1%): give a
+#                                   smaller BENCH_WAN_SIZE
 #   BENCH_WAN_CONFIG [{}]           transferd's session configuration for the downloads (JSON)
 #   BENCH_WAN_UPLOAD_SIZE [1073741824], BENCH_WAN_UPLOAD_LINK [80:0.1:0]
 #   BENCH_WAN_UPLOAD_ORIGIN [plain] plain (PUT, nothing resumable), ietf or tus (the test origin
@@ -59,8 +63,11 @@ IP_C=10.211.0.2
 DELAYLINE=/tmp/transferd-bench-delayline
 
 # --- the namespaces (run outside them) -------------------------------------------------------------
+allowed_cc=""  # the host's tcp_allowed_congestion_control before this run widened it, if it did
+
 teardown() {  # idempotent: also removes what an earlier, killed run left behind
   local ns pid
+  [ -z "$allowed_cc" ] || sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed_cc"
   for ns in $NS_C $NS_O; do
     ip netns list | grep -qw "^$ns" || continue
     for pid in $(ip netns pids "$ns"); do kill -TERM "$pid" 2>/dev/null || true; done
@@ -99,6 +106,14 @@ outside() {
   trap teardown EXIT
   trap 'exit 130' INT TERM
   make_namespaces
+  # A namespace may only choose a congestion control that the host allows (tcp_allowed_congestion_control).
+  local allowed
+  allowed=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
+  if [ -n "${BENCH_WAN_CC:-}" ] && [[ " $allowed " != *" $BENCH_WAN_CC "* ]]; then
+    log "allowing $BENCH_WAN_CC in namespaces for this run (tcp_allowed_congestion_control: $allowed)"
+    allowed_cc=$allowed
+    sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed $BENCH_WAN_CC"
+  fi
   local rc=0
   WAN_INSIDE=1 ip netns exec $NS_C "$0" "$@" || rc=$?
   exit $rc
