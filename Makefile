@@ -6,7 +6,7 @@ SWIFT    ?= swift
 RELEASE  := .build/release/transferd
 CTL      := .build/release/transferctl
 
-.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash crash-cluster bench bench-cluster fuzz client screenshots clean
+.PHONY: run build deps man test unit integration sanitize asan tsan deploy-check crash crash-cluster bench bench-cluster bench-wan fuzz client screenshots clean
 
 ## make run: install missing system libraries, build, start transferd on $(LISTEN).
 run: build
@@ -94,6 +94,13 @@ bench: build
 ## transferd with --database.
 bench-cluster: build
 	bench/cluster.sh
+
+## make bench-wan: downloads and uploads over an emulated long, lossy 1 Gbit/s link (bench/wan.sh,
+## as root: two network namespaces, tbf, iptables loss, an NFQUEUE delay line): transferd against
+## curl and aria2c -x16 at four links, a 3 s outage, and uploads cut at 50%. Not in BENCHES: it
+## needs root and takes 15–20 minutes (BENCH_WAN_SIZE, BENCH_ONLY=links|uploads for less).
+bench-wan: build
+	bench/wan.sh
 
 ## make fuzz: build the libFuzzer targets (Sources/Fuzz*) and run each for SECONDS seconds from
 ## its seed corpus, printing each one's execution count; fails on a crash (Tests/fuzz/README.md).

@@ -20,6 +20,10 @@ install_tools() {  # package...
     [ "$pkg" = aria2 ] && cmd=aria2c
     [ "$pkg" = binutils ] && cmd=objcopy
     [ "$pkg" = postgresql ] && cmd=pg_ctlcluster
+    [ "$pkg" = iputils-ping ] && cmd=ping
+    [ "$pkg" = iproute2 ] && cmd=ss
+    # A library: its header, not a command, says whether it is there.
+    [ "$pkg" = libnetfilter-queue-dev ] && [ -e /usr/include/libnetfilter_queue/libnetfilter_queue.h ] && continue
     command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
   done
   [ ${#need[@]} -eq 0 ] && return
@@ -125,8 +129,11 @@ transferd_summary() {  # one line: peak memory and how many warnings transferd l
 # Connections per nginx worker; a script that holds more open sets it before start_nginx. Each
 # connection may also hold the file it serves, hence twice as many descriptors.
 nginx_connections=4096
+# Where nginx listens, and a command it runs under (bench/wan.sh: another network namespace).
+nginx_address=127.0.0.1
+nginx_prefix=()
 
-start_nginx() {  # server-block body [http-block lines]: nginx on a free port ($nport)
+start_nginx() {  # server-block body [http-block lines]: nginx on a free port ($nport) of $nginx_address
   nport=$(free_port)
   cat >"$work/nginx.conf" <<EOF
 worker_processes auto;
@@ -147,12 +154,12 @@ http {
     default_type application/octet-stream;
 ${2:-}
     server {
-        listen 127.0.0.1:$nport;
+        listen $nginx_address:$nport;
 $1
     }
 }
 EOF
-  "$NGINX" -p "$work" -e "$work/nginx-error.log" -c "$work/nginx.conf" &
+  "${nginx_prefix[@]}" "$NGINX" -p "$work" -e "$work/nginx-error.log" -c "$work/nginx.conf" &
   nginx_pid=$!
 }
 
