@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import requests
 
 from support.resumable_origin import INTEROP_VERSION, ResumableOrigin
@@ -50,18 +49,6 @@ def exchange(origin: ResumableOrigin, method: str, target: str, headers: dict, b
                     return heads
             if not piece:
                 return heads
-
-
-@pytest.fixture
-def ietf():
-    with ResumableOrigin("ietf") as origin:
-        yield origin
-
-
-@pytest.fixture
-def tus():
-    with ResumableOrigin("tus") as origin:
-        yield origin
 
 
 def test_ietf_upload_announces_its_resource_in_a_104_and_completes(ietf):

@@ -20,7 +20,11 @@ with `POST /_control` and a JSON object of the same names; `GET /_stats` reads t
 - `fail_at`: once an upload holds this many bytes, the request is answered 503 and closed;
 - `lose`: the next `HEAD` on an upload resource finds nothing (404) and the resource is gone;
 - `rewind_to`: the next `HEAD` finds the upload cut back to this offset (what the origin kept);
-- `conflict`: the next append is answered 409 with the origin's offset, its body unread.
+- `conflict`: the next append is answered 409 with the origin's offset, its body unread;
+- `final_status`: the next IETF upload that completes is answered with this status and
+  `Upload-Complete: ?1` (a final answer no resumption changes).
+`read_rate` (bytes a second, kept until changed) slows reading request bodies, so a test can act
+mid-upload.
 
 Run standalone: `python3 resumable_origin.py --protocol ietf|tus|plain --port N --dir D`.
 """
@@ -38,6 +42,7 @@ import struct
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -60,6 +65,9 @@ class Upload:
     length: int | None = None
     offset: int = 0
     complete: bool = False
+    # Bumped by each request on the resource: an older request still appending stops there, as
+    # the draft asks of a server that gets a new request for an upload whose append is in flight.
+    generation: int = 0
 
 
 @dataclass
@@ -69,6 +77,7 @@ class Faults:
     lose: bool = False
     rewind_to: int | None = None
     conflict: bool = False
+    final_status: int | None = None
 
 
 @dataclass
@@ -90,6 +99,7 @@ class ResumableOrigin:
         os.makedirs(self.directory, exist_ok=True)
         self.lock = threading.Lock()
         self.faults = Faults()
+        self.read_rate: int | None = None
         self.stats = Stats()
         self.uploads: dict[str, Upload] = {}
         self.httpd = ThreadingHTTPServer((host, port), _Handler)
@@ -115,6 +125,8 @@ class ResumableOrigin:
 
     def set_faults(self, **values) -> None:
         with self.lock:
+            if "read_rate" in values:
+                self.read_rate = values.pop("read_rate")
             for name, value in values.items():
                 if not hasattr(self.faults, name):
                     raise ValueError(f"unknown fault {name}")
@@ -139,6 +151,14 @@ class ResumableOrigin:
         with self.lock:
             self.uploads[name] = upload
         return f"{prefix}{name}", upload
+
+    def take_over(self, name: str) -> Upload | None:
+        """The upload resource, its older requests told to stop appending."""
+        with self.lock:
+            upload = self.uploads.get(name)
+            if upload is not None:
+                upload.generation += 1
+            return upload
 
     def take_fault(self, name: str):
         """A fault's value, cleared: each fault acts once."""
@@ -223,7 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._ietf_after_append(upload, complete == "?1", created=location)
 
     def _ietf_resource(self, path: str, name: str) -> None:
-        upload = self.origin.uploads.get(name)
+        upload = self.origin.take_over(name)
         if upload is None:
             return self._problem(404, "no such upload")
         if self.command == "HEAD":
@@ -265,7 +285,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reply(201 if created else 204, headers=headers)
         # The final response is what the target resource answers for the whole representation.
         body = json.dumps(self.origin.finish(upload)).encode()
-        self._reply(200, body, {"Content-Type": "application/json", "Upload-Complete": "?1"})
+        status = self.origin.take_fault("final_status") or 200
+        self._reply(status, body, {"Content-Type": "application/json", "Upload-Complete": "?1"})
 
     def _tus(self, path: str) -> None:
         if self.command == "OPTIONS":
@@ -284,7 +305,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(201, headers={"Location": location, "Tus-Resumable": TUS_VERSION, "Upload-Offset": "0"})
 
     def _tus_resource(self, name: str) -> None:
-        upload = self.origin.uploads.get(name)
+        upload = self.origin.take_over(name)
         tus = {"Tus-Resumable": TUS_VERSION}
         if upload is None:
             return self._reply(404, headers=tus)
@@ -336,6 +357,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Appends the request body to the upload, counting each byte read, acting on `cut_at` and
         `fail_at` as the upload passes them."""
         remaining = _int(self.headers.get("Content-Length")) or 0
+        with self.origin.lock:
+            generation = upload.generation
         with open(upload.path, "r+b") as f:
             f.seek(upload.offset)
             while remaining > 0:
@@ -343,15 +366,20 @@ class _Handler(BaseHTTPRequestHandler):
                 if not piece:
                     raise CutConnection()
                 remaining -= len(piece)
-                f.write(piece)
-                f.flush()
                 if hasher:
                     hasher.update(piece)
                 with self.origin.lock:
+                    if upload.generation != generation:
+                        raise CutConnection()
+                    f.write(piece)
+                    f.flush()
                     upload.offset += len(piece)
                     self.origin.stats.bytes_received += len(piece)
                     cut = self.origin.faults.cut_at
                     fail = self.origin.faults.fail_at
+                    rate = self.origin.read_rate
+                if rate:
+                    time.sleep(len(piece) / rate)
                 if cut is not None and upload.offset >= cut:
                     self.origin.take_fault("cut_at")
                     raise CutConnection()
