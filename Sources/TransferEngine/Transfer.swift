@@ -236,7 +236,13 @@ final class Transfer: @unchecked Sendable {
 
     /// A whole response head arrived: informational, a redirect curl will follow, or the final one.
     private func headComplete(status: Int, headers: [(String, String)]) -> Bool {
-        if status < 200 { return true }
+        if status < 200 {
+            // libcurl hands 1xx heads to the header callback like any other, and then goes on.
+            if status == 104 {
+                observer.transferReceivedUploadResumption(handle, ResponseHead(status: status, headers: headers, url: effectiveURL ?? requestURL))
+            }
+            return true
+        }
         let head = ResponseHead(status: status, headers: headers, url: effectiveURL ?? requestURL)
         storeCookies(of: head)
         if spec.followRedirects, [301, 302, 303, 307, 308].contains(status),

@@ -67,6 +67,9 @@ public protocol TransferObserver: AnyObject, Sendable {
     func transferStarted(_ handle: TransferHandle)
     /// The head of the final response arrived (redirects already followed).
     func transferReceivedResponse(_ handle: TransferHandle, _ response: ResponseHead, resumedAtOffset: Int64?)
+    /// An interim `104 (Upload Resumption Supported)` response arrived (the resumable upload
+    /// draft names its upload resource in one). Called on the loop; quick.
+    func transferReceivedUploadResumption(_ handle: TransferHandle, _ response: ResponseHead)
     /// A redirect is being followed.
     func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int)
     /// The attempt ended. Called on the loop, or on a pool thread when the output was hashed:
@@ -81,6 +84,7 @@ public protocol TransferObserver: AnyObject, Sendable {
 }
 
 extension TransferObserver {
+    public func transferReceivedUploadResumption(_ handle: TransferHandle, _ response: ResponseHead) {}
     public func transferCheckpointedDigests(_ handle: TransferHandle, _ checkpoint: DigestCheckpoint) {}
     public func transferPartialWorthKeeping(_ handle: TransferHandle) {}
 }

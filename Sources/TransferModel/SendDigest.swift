@@ -1,5 +1,4 @@
 import Digests
-import JSON
 
 /// `upload.send_digest`: the digest of the request body sent as `Repr-Digest` (RFC 9530 §3), so
 /// the receiver can verify what arrived. Named as the field names it: RFC 9530's active
@@ -26,10 +25,5 @@ package enum SendDigest: String, Sendable, CaseIterable {
             throw Refusal.invalid(field(), "must be one of \(allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return digest
-    }
-
-    /// `{"send_digest": "sha-256"}`, the task's `upload` member.
-    func encode(into json: inout JSONWriter) {
-        json.beginObject(); json.key("send_digest"); json.string(rawValue); json.endObject()
     }
 }

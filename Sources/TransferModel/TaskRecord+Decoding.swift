@@ -76,6 +76,7 @@ extension TaskRecord {
         completedAt = columns.completedAt
         nextAttemptAt = value["next_attempt_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
         sendDigest = value["upload"]?["send_digest"]?.stringValue.flatMap(SendDigest.init(rawValue:))
+        decodeUpload(value)
         if let m = value["multipart"] {
             multipart = MultipartSpec(field: m["field"]?.stringValue ?? "file", filename: m["filename"]?.stringValue,
                                       mimeType: m["mime_type"]?.stringValue ?? "application/octet-stream",

@@ -36,7 +36,7 @@ extension TaskRecord {
             json.key("fields"); TaskRecord.encodeHeaders(multipart.fields, into: &json)
             json.endObject()
         }
-        if let sendDigest { json.key("upload"); sendDigest.encode(into: &json) }
+        if hasUploadMember { json.key("upload"); encodeUploadMember(into: &json) }
         if kind == .download {
             json.key("download"); json.beginObject()
             json.key("destination"); json.optionalString(destination)

@@ -50,7 +50,7 @@ extension TaskRecord {
             if !multipart.fields.isEmpty { json.key("fields"); TaskRecord.encodeHeaders(multipart.fields, into: &json) }
             json.endObject()
         }
-        if let sendDigest { json.key("upload"); sendDigest.encode(into: &json) }
+        if hasUploadMember { json.key("upload"); encodeUploadMember(into: &json) }
         // `digests` only when not the default, which most downloads keep.
         if destination != nil || digests != DigestAlgorithm.defaults || maxBytes != nil {
             json.key("download"); json.beginObject()
@@ -92,6 +92,7 @@ extension TaskRecord {
         if let startedAt { json.key("started_at"); json.string(startedAt.rfc3339) }
         if let nextAttemptAt { json.key("next_attempt_at"); json.string(nextAttemptAt.rfc3339) }
         encodeStoredInternal(into: &json)
+        encodeUploadState(into: &json)
         json.endObject()
         return json.bytes
     }

@@ -1,4 +1,5 @@
 import Digests
+import Lifecycles
 /// Everything transferd knows of one task: the API's task object plus what it needs to run and
 /// resume it. A value: copies are snapshots; the registry holds the current one.
 package struct TaskRecord: Sendable {
@@ -18,6 +19,10 @@ package struct TaskRecord: Sendable {
     package var multipart: MultipartSpec?
     /// Send the body's digest as `Repr-Digest` (`upload.send_digest`).
     package var sendDigest: SendDigest?
+    /// `upload.resumable`, and where a resumable upload stands (its upload resource, the offset
+    /// the origin confirmed), kept across restarts.
+    package var resumable: UploadResumable = .auto
+    package var uploadState: UploadResumption?
     package var destination: String?
     package var checksum: Checksum?
     /// What a download computes over its file (`download.digests`).

@@ -6,6 +6,7 @@
   one it started is closed after the test, whatever happened to it.
 - `api_token`: a fresh random token.
 - `origin`: a running `support.origin.Origin` (plain HTTP on 127.0.0.1), stopped after the test.
+- `ietf`, `tus`: a running `support.resumable_origin.ResumableOrigin` of that protocol.
 
 Every test is watched for leaked secrets (`support.secret_watch`): transferd runs at its most
 verbose log level, and a test fails when a secret it handed transferd shows up in a log line or in
@@ -20,6 +21,7 @@ from typing import Callable
 import pytest
 
 from support.origin import Origin
+from support.resumable_origin import ResumableOrigin
 from support.secret_watch import WATCH
 from support.transferd import Transferd, binary_path
 
@@ -73,6 +75,18 @@ def transferd(start_transferd, api_token) -> Transferd:
 @pytest.fixture
 def origin() -> Origin:
     with Origin() as server:
+        yield server
+
+
+@pytest.fixture
+def ietf() -> ResumableOrigin:
+    with ResumableOrigin("ietf") as server:
+        yield server
+
+
+@pytest.fixture
+def tus() -> ResumableOrigin:
+    with ResumableOrigin("tus") as server:
         yield server
 
 

@@ -231,6 +231,7 @@ struct TaskCreation: Sendable {
         record.body = request.body
         record.multipart = request.multipart
         record.sendDigest = request.sendDigest
+        record.resumable = request.resumable
         record.destination = request.destination
         record.checksum = request.checksum
         record.digests = request.digests ?? defaultDigests

@@ -14,12 +14,15 @@ final class TaskFilePreparer: TransferPreparer, Sendable {
     private let session: SessionState
     private let entry: TaskEntry
     private let body: TaskBody
+    /// A resumable upload's append sends the body from here on (what the origin holds is skipped).
+    private let bodyFrom: Int64
 
-    init(files: TaskFiles, session: SessionState, entry: TaskEntry, body: TaskBody) {
+    init(files: TaskFiles, session: SessionState, entry: TaskEntry, body: TaskBody, bodyFrom: Int64 = 0) {
         self.taskFiles = files
         self.session = session
         self.entry = entry
         self.body = body
+        self.bodyFrom = bodyFrom
     }
 
     /// A failure carries the error code the task completes with: `file_does_not_exist` for a
@@ -30,7 +33,7 @@ final class TaskFilePreparer: TransferPreparer, Sendable {
         let record = session.locked { entry.record }
         var files = TransferFiles()
         do {
-            files.body = try taskFiles.openBody(body)
+            files.body = try taskFiles.openBody(body).dropping(first: bodyFrom)
         } catch {
             throw TransferFailure(error.code, error.message)
         }

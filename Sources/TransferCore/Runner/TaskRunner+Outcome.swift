@@ -16,6 +16,7 @@ extension TaskRunner {
         // as they are — another replica may hold the session by now and write them. This replica
         // lets the session go, as its lease keeper does at the deadline.
         if outcome.stopReason == .fenced || engine.fence?.permitsNow == false { return tenure.release(session.identifier) }
+        guard let outcome = uploadExchangeEnded(handle, outcome, entry: entry, in: session) else { return }
         let taken: (TaskOutput?, TaskRecord, SessionConfiguration)? = session.locked {
             guard entry.transfer === handle else { return nil }
             // Its lease was lost: the new holder decides what becomes of the task and its files.
@@ -53,7 +54,9 @@ extension TaskRunner {
             ending = TaskError(code: .timedOut, message: "the task's resource timeout passed")
             event = .transferFailed(.timedOut, .deadline)
         case nil:
-            let policy = RetryPolicy(configuration: configuration, mode: session.mode, method: record.method)
+            // A resumable upload's next request asks for the offset: a HEAD, safe to send again.
+            let policy = RetryPolicy(configuration: configuration, mode: session.mode,
+                                     method: record.uploadState?.nextRequest.method ?? record.method)
             let deadline = record.createdAt.adding(seconds: configuration.timeoutResource)
             var random = SharedRandom()
             let now = clock.now(), jitter = Double.random(in: RetryPolicy.jitter, using: &random)

@@ -36,6 +36,28 @@ extension TaskRunner {
             return startFailed(entry, in: session, error)
         }
         if let resume = record.resumeFrom { files.adoptPartial(resume, for: record, session: session) }
+        let spec = transferSpec(record, configuration: configuration, body: body, remaining: remaining, entry: entry, in: session)
+        let observer = TaskTransferObserver(runner: self, session: session, entry: entry)
+        guard TaskRunner.recordsSendingFirst(record, configuration: configuration, mode: session.mode) else {
+            return submit(spec, observer: observer, of: entry, in: session)
+        }
+        // Stored before it goes out: a restart then knows the origin may have seen it, and does
+        // not send it again (`TaskLifecycle`, `.processRestarted`). One commit per such attempt,
+        // grouped with the others of its moment.
+        var marked = session.locked { entry.record }
+        marked.phase = .connecting
+        journal.persist(session, [.updateTaskKeepingState(marked, document: marked.storageDocument())]) { [self, spec] result in
+            guard case .failure = result else { return submit(spec, observer: observer, of: entry, in: session) }
+            startFailed(entry, in: session, TaskError(code: .cannotWriteToFile, message:
+                "not sent: the store could not record that the \(record.method) was about to go out"))
+        }
+    }
+
+    /// The transfer of the task's next attempt (or, for a resumable upload, of its next exchange
+    /// with the upload resource: `TaskRunner+UploadResumption`).
+    func transferSpec(_ record: TaskRecord, configuration: SessionConfiguration, body: TaskBody, remaining: Double,
+                      entry: TaskEntry, in session: SessionState) -> TransferSpec
+    {
         var spec = TransferSpec(label: "\(session.identifier)/\(record.id)", session: session.identifier, url: record.url)
         spec.method = record.method
         var taskHeaders = record.headers
@@ -68,21 +90,7 @@ extension TaskRunner {
         // method the session retries, and within `max_attempts` (this attempt is one).
         spec.resendLimit = configuration.retry.retries(record.method)
             ? max(0, configuration.retry.maxAttempts - record.metrics.attempts - 1) : 0
-
-        let observer = TaskTransferObserver(runner: self, session: session, entry: entry)
-        guard TaskRunner.recordsSendingFirst(record, configuration: configuration, mode: session.mode) else {
-            return submit(spec, observer: observer, of: entry, in: session)
-        }
-        // Stored before it goes out: a restart then knows the origin may have seen it, and does
-        // not send it again (`TaskLifecycle`, `.processRestarted`). One commit per such attempt,
-        // grouped with the others of its moment.
-        var marked = session.locked { entry.record }
-        marked.phase = .connecting
-        journal.persist(session, [.updateTaskKeepingState(marked, document: marked.storageDocument())]) { [self, spec] result in
-            guard case .failure = result else { return submit(spec, observer: observer, of: entry, in: session) }
-            startFailed(entry, in: session, TaskError(code: .cannotWriteToFile, message:
-                "not sent: the store could not record that the \(record.method) was about to go out"))
-        }
+        return resumableExchange(of: record, body: body, spec: spec, entry: entry, in: session)
     }
 
     /// Whether an attempt is recorded as sent before it is: a background session's task (the mode

@@ -11,14 +11,19 @@ final class TaskTransferObserver: TransferObserver, Sendable {
     private let runner: TaskRunner
     private let session: SessionState
     private let entry: TaskEntry
+    /// The transfer is a resumable upload's next exchange within one attempt: the task's
+    /// lifecycle and `metrics.attempts` saw the attempt start already.
+    private let continuing: Bool
 
-    init(runner: TaskRunner, session: SessionState, entry: TaskEntry) {
+    init(runner: TaskRunner, session: SessionState, entry: TaskEntry, continuing: Bool = false) {
         self.runner = runner
         self.session = session
         self.entry = entry
+        self.continuing = continuing
     }
 
     func transferStarted(_ handle: TransferHandle) {
+        guard !continuing else { return }
         session.locked {
             _ = runner.step(entry, .transferStarted)
             entry.record.metrics.attempts += 1
@@ -61,6 +66,16 @@ final class TaskTransferObserver: TransferObserver, Sendable {
 
     func transferCheckpointedDigests(_ handle: TransferHandle, _ checkpoint: DigestCheckpoint) {
         runner.journal.noteTransferChange(entry, in: session, events: []) { $0.digestCheckpoint = checkpoint }
+    }
+
+    /// The resumable upload draft's 104: the upload resource, stored with the next batch of
+    /// changes so a restart finds it.
+    func transferReceivedUploadResumption(_ handle: TransferHandle, _ response: ResponseHead) {
+        let reply = UploadResumption.Reply(response)
+        runner.journal.noteTransferChange(entry, in: session, events: []) { record in
+            guard var state = record.uploadState, state.interimReceived(reply) else { return }
+            record.uploadState = state
+        }
     }
 
     func transferRedirected(_ handle: TransferHandle, from: String, to: String, status: Int) {

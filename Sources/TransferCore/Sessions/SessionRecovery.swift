@@ -89,10 +89,12 @@ struct SessionRecovery: Sendable {
             let retryDueIn = record.nextAttemptAt.map { $0.seconds - now.seconds }
             let entry = TaskEntry(record: record, lifecycle: TaskLifecycle(restoring: record.state, phase: record.phase,
                                                                            attempts: record.metrics.attempts, retryDueIn: retryDueIn))
+            // A resumable upload with an upload resource goes on with a HEAD, safe to send again.
+            let next = record.uploadState?.nextRequest.method ?? record.method
             let actions = session.locked {
                 session.addTask(entry)
                 return runner.step(entry, .processRestarted(mode: session.mode,
-                                                     retriesSentRequest: session.configuration.retry.retries(record.method)))
+                                                     retriesSentRequest: session.configuration.retry.retries(next)))
             }
             let ends = actions.contains { if case .complete = $0 { true } else { false } }
             if ends { toEnd.append((entry, session, actions)) } else { toStart.append((entry, session, actions)) }

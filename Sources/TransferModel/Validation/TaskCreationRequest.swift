@@ -12,6 +12,7 @@ package struct TaskCreationRequest: Sendable {
     package var body: BodySource?
     package var multipart: MultipartSpec?
     package var sendDigest: SendDigest?
+    package var resumable: UploadResumable = .auto
     package var destination: String?
     package var checksum: Checksum?
     /// nil: the service's default (`--default-digests`).
@@ -84,10 +85,10 @@ package struct TaskCreationRequest: Sendable {
             try inner.finish()
             requestRead = true
         }
-        var uploadBody: BodySource?, sendDigest: SendDigest?
+        var uploadBody: BodySource?, sendDigest: SendDigest?, resumable = UploadResumable.auto
         var uploadRead = false
         try errors.check { () throws(Refusal) in
-            (uploadBody, sendDigest) = try parseUpload(&r)
+            (uploadBody, sendDigest, resumable) = try parseUpload(&r)
             uploadRead = true
         }
         let body = inlineBody ?? uploadBody
@@ -142,9 +143,11 @@ package struct TaskCreationRequest: Sendable {
         try errors.check { () throws(Refusal) in try r.finish() }
         try errors.finish()
         guard let kind else { preconditionFailure("a missing kind is a refusal above") }
-        return TaskCreationRequest(id: id, kind: kind, url: url, method: method, headers: headers, body: body,
+        var created = TaskCreationRequest(id: id, kind: kind, url: url, method: method, headers: headers, body: body,
                                    multipart: multipart, sendDigest: sendDigest, destination: destination, checksum: checksum, digests: digests, maxBytes: maxBytes, priority: priority,
                                    beginAt: beginAt, description: description, start: start, resumeToken: resumeToken)
+        created.resumable = resumable
+        return created
     }
 
     /// `download.digests`: algorithm names, each known, none twice.
@@ -187,19 +190,20 @@ package struct TaskCreationRequest: Sendable {
         }
     }
 
-    /// `upload`: exactly one of `from_blob`, `from_file` or `from_task`, and whether to send the
-    /// body's digest.
-    private static func parseUpload(_ r: inout ObjectReader) throws(Refusal) -> (BodySource?, SendDigest?) {
-        guard var u = try r.object("upload") else { return (nil, nil) }
+    /// `upload`: exactly one of `from_blob`, `from_file` or `from_task`, whether to send the
+    /// body's digest, and how the upload may be resumed.
+    private static func parseUpload(_ r: inout ObjectReader) throws(Refusal) -> (BodySource?, SendDigest?, UploadResumable) {
+        guard var u = try r.object("upload") else { return (nil, nil, .auto) }
         let blob = try u.string("from_blob", maxLength: 64)
         let file = try u.string("from_file", maxLength: 4096)
         let task = try u.string("from_task", maxLength: 200)
         let sendDigest = try SendDigest.parse(try u.string("send_digest", maxLength: 16), field: u.field("send_digest"))
+        let resumable = try UploadResumable.parse(try u.string("resumable", maxLength: 16), field: u.field("resumable"))
         try u.finish()
         switch (blob, file, task) {
-        case (let id?, nil, nil): return (.blob(id: id, owned: false), sendDigest)
-        case (nil, let path?, nil): return (.file(path), sendDigest)
-        case (nil, nil, let id?): return (.task(id), sendDigest)
+        case (let id?, nil, nil): return (.blob(id: id, owned: false), sendDigest, resumable)
+        case (nil, let path?, nil): return (.file(path), sendDigest, resumable)
+        case (nil, nil, let id?): return (.task(id), sendDigest, resumable)
         default: throw Refusal.invalid(u.path, "needs exactly one of from_blob, from_file or from_task")
         }
     }

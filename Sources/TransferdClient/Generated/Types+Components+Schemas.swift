@@ -3196,7 +3196,8 @@ extension Components {
                 ])
             }
         }
-        /// Exactly one of `from_blob`, `from_file`, `from_task`; optionally `send_digest`. Each
+        /// Exactly one of `from_blob`, `from_file`, `from_task`; optionally `send_digest` and
+        /// `resumable`. Each
         /// choice is a whole object of its own, so that generated clients get a complete type for it.
         ///
         ///
@@ -3261,21 +3262,27 @@ extension Components {
             public var fromBlob: Swift.String
             /// - Remark: Generated from `#/components/schemas/UploadFromBlob/send_digest`.
             public var sendDigest: Components.Schemas.SendDigest?
+            /// - Remark: Generated from `#/components/schemas/UploadFromBlob/resumable`.
+            public var resumable: Components.Schemas.UploadResumable?
             /// Creates a new `UploadFromBlob`.
             ///
             /// - Parameters:
             ///   - fromBlob:
             ///   - sendDigest:
+            ///   - resumable:
             public init(
                 fromBlob: Swift.String,
-                sendDigest: Components.Schemas.SendDigest? = nil
+                sendDigest: Components.Schemas.SendDigest? = nil,
+                resumable: Components.Schemas.UploadResumable? = nil
             ) {
                 self.fromBlob = fromBlob
                 self.sendDigest = sendDigest
+                self.resumable = resumable
             }
             public enum CodingKeys: String, CodingKey {
                 case fromBlob = "from_blob"
                 case sendDigest = "send_digest"
+                case resumable
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -3287,9 +3294,14 @@ extension Components {
                     Components.Schemas.SendDigest.self,
                     forKey: .sendDigest
                 )
+                self.resumable = try container.decodeIfPresent(
+                    Components.Schemas.UploadResumable.self,
+                    forKey: .resumable
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "from_blob",
-                    "send_digest"
+                    "send_digest",
+                    "resumable"
                 ])
             }
         }
@@ -3299,21 +3311,27 @@ extension Components {
             public var fromFile: Swift.String
             /// - Remark: Generated from `#/components/schemas/UploadFromFile/send_digest`.
             public var sendDigest: Components.Schemas.SendDigest?
+            /// - Remark: Generated from `#/components/schemas/UploadFromFile/resumable`.
+            public var resumable: Components.Schemas.UploadResumable?
             /// Creates a new `UploadFromFile`.
             ///
             /// - Parameters:
             ///   - fromFile:
             ///   - sendDigest:
+            ///   - resumable:
             public init(
                 fromFile: Swift.String,
-                sendDigest: Components.Schemas.SendDigest? = nil
+                sendDigest: Components.Schemas.SendDigest? = nil,
+                resumable: Components.Schemas.UploadResumable? = nil
             ) {
                 self.fromFile = fromFile
                 self.sendDigest = sendDigest
+                self.resumable = resumable
             }
             public enum CodingKeys: String, CodingKey {
                 case fromFile = "from_file"
                 case sendDigest = "send_digest"
+                case resumable
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -3325,9 +3343,14 @@ extension Components {
                     Components.Schemas.SendDigest.self,
                     forKey: .sendDigest
                 )
+                self.resumable = try container.decodeIfPresent(
+                    Components.Schemas.UploadResumable.self,
+                    forKey: .resumable
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "from_file",
-                    "send_digest"
+                    "send_digest",
+                    "resumable"
                 ])
             }
         }
@@ -3337,21 +3360,27 @@ extension Components {
             public var fromTask: Swift.String
             /// - Remark: Generated from `#/components/schemas/UploadFromTask/send_digest`.
             public var sendDigest: Components.Schemas.SendDigest?
+            /// - Remark: Generated from `#/components/schemas/UploadFromTask/resumable`.
+            public var resumable: Components.Schemas.UploadResumable?
             /// Creates a new `UploadFromTask`.
             ///
             /// - Parameters:
             ///   - fromTask:
             ///   - sendDigest:
+            ///   - resumable:
             public init(
                 fromTask: Swift.String,
-                sendDigest: Components.Schemas.SendDigest? = nil
+                sendDigest: Components.Schemas.SendDigest? = nil,
+                resumable: Components.Schemas.UploadResumable? = nil
             ) {
                 self.fromTask = fromTask
                 self.sendDigest = sendDigest
+                self.resumable = resumable
             }
             public enum CodingKeys: String, CodingKey {
                 case fromTask = "from_task"
                 case sendDigest = "send_digest"
+                case resumable
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -3363,11 +3392,37 @@ extension Components {
                     Components.Schemas.SendDigest.self,
                     forKey: .sendDigest
                 )
+                self.resumable = try container.decodeIfPresent(
+                    Components.Schemas.UploadResumable.self,
+                    forKey: .resumable
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "from_task",
-                    "send_digest"
+                    "send_digest",
+                    "resumable"
                 ])
             }
+        }
+        /// How the upload continues after a lost connection, a 5xx or a restart of transferd.
+        /// `auto` (the default) and `ietf` offer the IETF resumable upload protocol
+        /// (draft-ietf-httpbis-resumable-upload, interop version 8) on the task's own request
+        /// (`Upload-Complete: ?1`, `Upload-Draft-Interop-Version: 8`, `Upload-Length`): an origin
+        /// that names an upload resource in a `104` interim response gets asked for its offset
+        /// (`HEAD`) after an interruption and sent the rest (`PATCH`, `application/partial-upload`,
+        /// `Upload-Offset`); any other origin gets a plain upload. `tus` speaks tus 1.0.0 to the
+        /// task's URL as its creation URL (`POST` with `Upload-Length`, then `PATCH` with
+        /// `application/offset+octet-stream`, `HEAD` after an interruption). `off` sends the
+        /// request as it is. A multipart body is always sent plainly. Any other value is 422
+        /// `validation_failed` naming `upload.resumable`.
+        ///
+        ///
+        /// - Remark: Generated from `#/components/schemas/UploadResumable`.
+        @frozen public enum UploadResumable: String, Codable, Hashable, Sendable, CaseIterable {
+            case auto = "auto"
+            case ietf = "ietf"
+            case tus = "tus"
+            case off = "off"
+            case _empty_ = ""
         }
         /// Send the body's digest with it, as `Repr-Digest: sha-256=:<base64>:` (or
         /// `sha-512=:…:`; RFC 9530), so the receiver can check what arrived. Before the first byte goes out transferd reads
@@ -3888,7 +3943,7 @@ extension Components {
         /// A task, exactly as transferd encodes it: every member is always
         /// present (null when not known or not applicable), except `multipart` and `checksum`, which
         /// appear when the task was created with them, `upload`, which appears when the task asked
-        /// for `upload.send_digest`, and `download`, which every download task has.
+        /// for `upload.send_digest` or `upload.resumable`, and `download`, which every download task has.
         ///
         ///
         /// - Remark: Generated from `#/components/schemas/Task`.
@@ -3968,24 +4023,36 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Task/multipart`.
             public var multipart: Components.Schemas.Task.MultipartPayload?
-            /// Present when the task sends its body's digest (`upload.send_digest` on creation).
+            /// Present when the task sends its body's digest (`upload.send_digest` on creation) or
+            /// asked for `upload.resumable` other than `auto`; each member only when asked for.
+            ///
             ///
             /// - Remark: Generated from `#/components/schemas/Task/upload`.
             public struct UploadPayload: Codable, Hashable, Sendable {
                 /// - Remark: Generated from `#/components/schemas/Task/upload/send_digest`.
-                public var sendDigest: OpenAPIRuntime.OpenAPIValueContainer
+                public var sendDigest: OpenAPIRuntime.OpenAPIValueContainer?
+                /// - Remark: Generated from `#/components/schemas/Task/upload/resumable`.
+                public var resumable: OpenAPIRuntime.OpenAPIValueContainer?
                 /// Creates a new `UploadPayload`.
                 ///
                 /// - Parameters:
                 ///   - sendDigest:
-                public init(sendDigest: OpenAPIRuntime.OpenAPIValueContainer) {
+                ///   - resumable:
+                public init(
+                    sendDigest: OpenAPIRuntime.OpenAPIValueContainer? = nil,
+                    resumable: OpenAPIRuntime.OpenAPIValueContainer? = nil
+                ) {
                     self.sendDigest = sendDigest
+                    self.resumable = resumable
                 }
                 public enum CodingKeys: String, CodingKey {
                     case sendDigest = "send_digest"
+                    case resumable
                 }
             }
-            /// Present when the task sends its body's digest (`upload.send_digest` on creation).
+            /// Present when the task sends its body's digest (`upload.send_digest` on creation) or
+            /// asked for `upload.resumable` other than `auto`; each member only when asked for.
+            ///
             ///
             /// - Remark: Generated from `#/components/schemas/Task/upload`.
             public var upload: Components.Schemas.Task.UploadPayload?
@@ -4400,7 +4467,7 @@ extension Components {
             ///   - description:
             ///   - request:
             ///   - multipart: Present when the body is sent as `multipart/form-data`.
-            ///   - upload: Present when the task sends its body's digest (`upload.send_digest` on creation).
+            ///   - upload: Present when the task sends its body's digest (`upload.send_digest` on creation) or
             ///   - download:
             ///   - checksum:
             ///   - beginAt:
