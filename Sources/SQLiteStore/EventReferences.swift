@@ -53,12 +53,14 @@ struct EventReferences {
         for key in touchedAgain { drop(session: key.session, id: key.id) }
     }
 
-    /// Whether `event`'s data is the member of `record` it stands for. A `task.completed` in its
-    /// task's completion batch is the completed record itself — its one producer encodes the
-    /// record it commits — and encoding a whole task again to prove it cost more than the rest of
-    /// the batch's bookkeeping; the smaller members are compared byte for byte.
+    /// Whether `event`'s data is the member of `record` it stands for. A `task.completed` or
+    /// `task.finished_downloading` in its task's completion batch is the completed record itself
+    /// or its result — their one producer (`TaskRunner.completionEvents`) encodes the record it
+    /// commits — and encoding it again to prove it cost the writer more than the rest of the
+    /// batch's bookkeeping. A `task.response_received` was encoded from the head as it arrived,
+    /// which the record may have replaced since: it is compared byte for byte.
     private static func mirrors(_ event: Event, _ record: TaskRecord) -> Bool {
-        if event.type == .taskCompleted { return true }
+        if event.type == .taskCompleted || event.type == .taskFinishedDownloading { return true }
         guard let data = record.eventData(event.type) else { return false }
         return data == event.data
     }

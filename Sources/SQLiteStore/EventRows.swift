@@ -14,12 +14,17 @@ enum EventRows {
     ]
     static let types = Dictionary(uniqueKeysWithValues: codes.map { ($1, $0) })
 
-    /// The session's number, given it on first use when `create`.
+    /// The session's number, given it on first use when `create`. Looked up first: every batch of
+    /// events asks, and only a session's first one has none yet — an insert tried each time (with
+    /// its conflict on the unique index) cost the writer a statement per completed task.
     static func number(of session: String, create: Bool, _ db: Database) throws -> Int64? {
-        if create {
-            try db.statement("INSERT INTO event_sessions (identifier) VALUES (?) ON CONFLICT (identifier) DO NOTHING")
-                .bind(.text(session)).run()
-        }
+        if let number = try lookUp(session, db) { return number }
+        guard create else { return nil }
+        try db.statement("INSERT INTO event_sessions (identifier) VALUES (?)").bind(.text(session)).run()
+        return try lookUp(session, db)
+    }
+
+    private static func lookUp(_ session: String, _ db: Database) throws -> Int64? {
         let s = try db.statement("SELECT number FROM event_sessions WHERE identifier = ?")
         try s.bind(.text(session))
         defer { s.reset() }
