@@ -15,7 +15,7 @@ extension TaskJournal {
     func flushProgress() {
         var rows: [ProgressUpdate] = []
         for session in registry.all where session.mode.isDurable {
-            session.locked {
+            session.onExecutor {
                 for entry in session.tasks.values where entry.transfer != nil {
                     let snapshot = entry.snapshot
                     rows.append(ProgressUpdate(session: session.identifier, id: snapshot.id, progress: snapshot.progress))

@@ -89,7 +89,7 @@ struct SessionRecovery: Sendable {
             let retryDueIn = record.nextAttemptAt.map { $0.seconds - now.seconds }
             let entry = TaskEntry(record: record, lifecycle: TaskLifecycle(restoring: record.state, phase: record.phase,
                                                                            attempts: record.metrics.attempts, retryDueIn: retryDueIn))
-            let actions = session.locked {
+            let actions = session.onExecutor {
                 session.addTask(entry)
                 return runner.step(entry, .processRestarted(mode: session.mode,
                                                      retriesSentRequest: session.configuration.retry.retries(record.method)))
@@ -125,7 +125,7 @@ struct SessionRecovery: Sendable {
     func interruptDefaultTasksAtRest() {
         let interrupted = TaskError(code: .interrupted, message: "transferd shut down while the task was unfinished")
         for session in registry.all where session.mode == .default {
-            let settled = session.locked {
+            let settled = session.onExecutor {
                 session.tasks.values.filter(\.lifecycle.isAtRest).map { ($0, runner.step($0, .processStopping)) }
             }
             for (entry, actions) in settled { runner.perform(actions, of: entry, in: session, ending: interrupted) }
