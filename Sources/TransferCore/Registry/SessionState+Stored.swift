@@ -6,8 +6,9 @@ import TransferStore
 
 /// A session as the store keeps it, and back.
 extension SessionState {
-    /// The session's row (lock held).
+    /// The session's row.
     var storedRow: StoredSession {
+        assertOnExecutor()
         var json = JSONWriter()
         json.value(configurationJSON)
         return StoredSession(identifier: identifier, mode: mode.rawValue,
@@ -28,16 +29,18 @@ extension SessionState {
         }
         let session = SessionState(identifier: row.identifier, mode: mode, configuration: configuration,
                                    configurationJSON: json, createdAt: Timestamp(milliseconds: row.createdAt))
-        session.lifecycle = SessionLifecycle(restoring: SessionLifecycle.Status(rawValue: row.lifecycle) ?? .active,
-                                             mode: row.invalidateMode.flatMap(SessionLifecycle.InvalidateMode.init(rawValue:)))
-        session.delegate = row.delegate.flatMap(Delegate.init(stored:))
-        if session.lifecycle.status == .invalidated { session.invalidatedAt = now }
-        session.nextEventSeq = row.lastEventSeq + 1
-        session.ackedThrough = row.ackedThrough
-        session.deliveredThrough = row.deliveredThrough
-        if let summary {
-            session.counts = summary.counts
-            session.nextSequence = summary.maxSequence + 1
+        session.onExecutor {
+            session.lifecycle = SessionLifecycle(restoring: SessionLifecycle.Status(rawValue: row.lifecycle) ?? .active,
+                                                 mode: row.invalidateMode.flatMap(SessionLifecycle.InvalidateMode.init(rawValue:)))
+            session.delegate = row.delegate.flatMap(Delegate.init(stored:))
+            if session.lifecycle.status == .invalidated { session.invalidatedAt = now }
+            session.nextEventSeq = row.lastEventSeq + 1
+            session.ackedThrough = row.ackedThrough
+            session.deliveredThrough = row.deliveredThrough
+            if let summary {
+                session.counts = summary.counts
+                session.nextSequence = summary.maxSequence + 1
+            }
         }
         return session
     }
@@ -45,7 +48,7 @@ extension SessionState {
     /// Withdraws the session's delegate and stops its channel: the session goes (or is another
     /// replica's now), and nothing more of it is delivered from here.
     func withdrawDelegate() {
-        let stopping: DelegateChannel? = locked {
+        let stopping: DelegateChannel? = onExecutor {
             delegate = nil
             defer { channel = nil }
             return channel
