@@ -154,16 +154,15 @@ def test_suspend_resume_and_cancel_from_the_page(browser, transferd, origin):
     task = create_task(transferd, sid, download(origin.url(SLOW)))
     tid = task["id"]
     browser.open(transferd, transferd.token, f"#/sessions/{sid}")
-    row = browser.wait_for(lambda d: browser.row("task", tid))
     browser.wait_for(lambda d: state_of(browser, tid) == "running")
-    browser.button("Suspend", within=row).click()
+    browser.click_in_row("task", tid, "Suspend")
     browser.wait_for(lambda d: state_of(browser, tid) == "suspended")
     assert get_task(transferd, sid, tid)["state"] == "suspended"
     assert "suspended" in browser.driver.find_element(By.ID, "status").text
-    browser.button("Resume", within=browser.row("task", tid)).click()
+    browser.click_in_row("task", tid, "Resume")
     browser.wait_for(lambda d: state_of(browser, tid) == "running")
     assert get_task(transferd, sid, tid)["state"] == "running"
-    browser.button("Cancel", within=browser.row("task", tid)).click()
+    browser.click_in_row("task", tid, "Cancel")
     browser.wait_for(lambda d: state_of(browser, tid) == "completed")
     assert wait_task(transferd, sid, tid)["error"]["code"] == "cancelled"
     assert "cancelled" in browser.row("task", tid).text

@@ -89,6 +89,15 @@ class Browser:
         scope = within if within is not None else self.driver
         return [b for b in scope.find_elements(By.TAG_NAME, "button") if b.text.strip() == name]
 
+    def click_in_row(self, attribute: str, value: str, name: str) -> None:
+        """Clicks the one button named `name` in a table row. The live view re-renders a row as
+        its task's events arrive, so a row (or button) replaced between finding and clicking is
+        found again at the next poll."""
+        def clicked(_: Any) -> bool:
+            self.button(name, within=self.row(attribute, value)).click()
+            return True
+        self.wait_for(clicked, message=f"no {name!r} button to click in the row")
+
     def row(self, attribute: str, value: str) -> Any:
         """The table row carrying `data-{attribute}="value"` (a task's or a delivery's)."""
         return self.driver.find_element(By.CSS_SELECTOR, f'tr[data-{attribute}="{value}"]')
