@@ -39,9 +39,6 @@ COUNTS = {
     "`.withLock` calls": re.compile(r"\.withLock\b"),
     "locks made (`Lock()`, `Locked(`, `Mutex(`)": re.compile(r"\bLock\(\)|\bLocked(?:<[^>]*>)?\(|\bMutex(?:<[^>]*>)?\("),
     "`dispatchPrecondition`": re.compile(r"\bdispatchPrecondition\("),
-    # A session's confinement checks go through these two (each a dispatchPrecondition).
-    "`assertOnExecutor` checks": re.compile(r"(?<!func )\bassertOnA?n?Executor\(\)"),
-    "`onExecutor` entries": re.compile(r"(?<!func )\bonExecutor\s*[({]"),
 }
 LOCK_HELD_COMMENT = re.compile(r"//.*\(lock held\)")
 EXTENSION = re.compile(r"^\s*(?:(?:public|package|internal|fileprivate|private)\s+)?extension\s+([A-Z]\w*)\b", re.MULTILINE)

@@ -31,7 +31,7 @@ struct EventRoutes {
                 // re-attaching client missed.
                 var from = try EventRoutes.cursor(request.query("after"), field: "after")
                 if wantsStream, let last = try EventRoutes.cursor(request.headers["last-event-id"], field: "Last-Event-ID") { from = last }
-                let after = from ?? session.onExecutor { session.ackedThrough }
+                let after = from ?? session.locked { session.ackedThrough }
                 if wantsStream {
                     let stream = EventStream(session: session, coordinator: coordinator, after: after, heartbeat: heartbeat,
                                              stillAllowed: { principals.stillSees(principal, session.identifier) })
@@ -59,7 +59,7 @@ struct EventRoutes {
                         json.endArray()
                         // The stream's cursor is the seq read through: a string, as every list's is.
                         json.key("next"); json.string(String(events.last?.seq ?? after))
-                        json.key("pending_events"); json.int(session.onExecutor { session.pendingEvents })
+                        json.key("pending_events"); json.int(session.locked { session.pendingEvents })
                         json.endObject()
                     })
                 }
@@ -78,7 +78,7 @@ struct EventRoutes {
                     switch result {
                     case .success:
                         responder.respond(RouteSupport.json { json in
-                            session.onExecutor {
+                            session.locked {
                                 json.beginObject()
                                 json.key("acked_through"); json.int(session.ackedThrough)
                                 json.key("pending_events"); json.int(session.pendingEvents)

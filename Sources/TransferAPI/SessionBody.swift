@@ -48,7 +48,7 @@ enum SessionBody {
         let delegatePatch = reader.nullableRaw("delegate")
         try reader.finish()
         var put: [(String, JSONValue)] = [("mode", .string(session.mode.rawValue))]
-        session.onExecutor {
+        session.locked {
             // null: the whole configuration back to its defaults.
             if case .some(let change) = configurationPatch {
                 put.append(("configuration", change.map(session.configurationJSON.merged(with:)) ?? .object([])))
@@ -64,6 +64,6 @@ enum SessionBody {
     /// The configuration a re-attach keeps: that of the session it finds, unless that session is
     /// over (an invalidated one is made anew, from what the body says).
     private static func kept(_ existing: SessionState?) -> JSONValue? {
-        existing?.onExecutor { existing!.lifecycle.status == .invalidated ? nil : existing!.configurationJSON }
+        existing?.locked { existing!.lifecycle.status == .invalidated ? nil : existing!.configurationJSON }
     }
 }

@@ -26,7 +26,7 @@ struct SessionRoutes {
             RouteSupport.answer(responder) { () throws(Refusal) in
                 try RouteSupport.checkQuery(request, allowed: [])
                 let session = try coordinator.session(try RouteSupport.identifier(request))
-                guard session.onExecutor({ session.lifecycle.status == .active }) else {
+                guard session.locked({ session.lifecycle.status == .active }) else {
                     throw Refusal(.conflict, SessionLifecycle.Refusal.sessionInvalidated.rawValue,
                                   "session \(session.identifier) is invalidated or being invalidated: it cannot be changed")
                 }
@@ -127,7 +127,7 @@ struct SessionRoutes {
     /// The session object; `revealingSecret` adds the delegate secret transferd generated, which is
     /// shown in that one reply and never again.
     static func encode(_ session: SessionState, into json: inout JSONWriter, revealingSecret secret: String? = nil) {
-        session.onExecutor {
+        session.locked {
             json.beginObject()
             json.key("identifier"); json.string(session.identifier)
             json.key("mode"); json.string(session.mode.rawValue)

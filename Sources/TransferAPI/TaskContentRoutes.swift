@@ -24,7 +24,7 @@ struct TaskContentRoutes {
                         throw Refusal(.conflict, "body_not_available", "task \(id) has no response body (it is \(record.state.rawValue)\(record.error.map { ", \($0.code.rawValue)" } ?? ""))")
                     }
                     let contentType = TaskContentRoutes.contentType(record)
-                    if let memory = session.onExecutor({ session.tasks[id]?.memoryBody }) {
+                    if let memory = session.locked({ session.tasks[id]?.memoryBody }) {
                         responder.respond(HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", contentType)]), body: .bytes(memory)))
                         return
                     }

@@ -16,10 +16,10 @@ struct CompletedTasksMemoryTests {
             // Long-polls that were waiting when each task completed.
             for id in ids { #expect(try core.completed(id, in: session).error == nil) }
 
-            #expect(session.onExecutor { session.tasks.isEmpty })
+            #expect(session.locked { session.tasks.isEmpty })
             // Its tables gave their storage back too.
-            #expect(session.onExecutor { session.tasks.capacity == 0 && session.reservedIDs.capacity == 0 })
-            #expect(session.onExecutor { session.counts[.completed] } == Self.count)
+            #expect(session.locked { session.tasks.capacity == 0 && session.reservedIDs.capacity == 0 })
+            #expect(session.locked { session.counts[.completed] } == Self.count)
 
             // Every read comes from the store: a task, its JSON, a long-poll, the listing.
             for (i, id) in ids.enumerated() {
@@ -41,7 +41,7 @@ struct CompletedTasksMemoryTests {
             let id = created[0].id
             #expect(try core.completed(id, in: session).error == nil)
 
-            #expect(session.onExecutor { session.tasks[id]?.memoryBody?.count } == 300)
+            #expect(session.locked { session.tasks[id]?.memoryBody?.count } == 300)
         }
     }
 

@@ -14,7 +14,7 @@ struct ProgressFlushTests {
         let running = try core.downloadHeldHalfway(1 << 20, from: origin, key: "flush", in: session)
         let queued = try core.download(origin.url("/bytes/1024"), in: session)
         try CoreHarness.poll("the second task to be queued in the engine") {
-            session.onExecutor { session.tasks[queued]?.transfer != nil }
+            session.locked { session.tasks[queued]?.transfer != nil }
         }
 
         #expect(core.coordinator.journal.progressUpdates().map(\.id) == [running])

@@ -68,7 +68,7 @@ struct TaskCoordinatorTests {
 
             try CoreHarness.wait { core.coordinator.invalidate(session, mode: .finish, completion: $0) }.get()
             // The download cannot end while the origin holds it back: the session waits for it.
-            #expect(session.onExecutor { session.lifecycle.status } == .invalidating)
+            #expect(session.locked { session.lifecycle.status } == .invalidating)
             origin.release()
             try core.awaitEvent(.sessionInvalidated, in: session)
 

@@ -45,7 +45,7 @@ final class ClusterTenure: Sendable {
     func release(_ identifier: String) {
         guard let session = registry.session(identifier) else { return }
         registry.remove(session)
-        let transfers = session.onExecutor { () -> [TransferHandle] in
+        let transfers = session.locked { () -> [TransferHandle] in
             session.released = true
             return session.tasks.values.compactMap(\.transfer)
         }

@@ -24,7 +24,7 @@ package final class SessionViews: @unchecked Sendable {
         guard let session = try load() else { return nil }
         return views.withLock { views in
             if let existing = views[identifier] { return existing.session }
-            views[identifier] = View(session: session, published: session.onExecutor { session.nextEventSeq - 1 })
+            views[identifier] = View(session: session, published: session.locked { session.nextEventSeq - 1 })
             return session
         }
     }
@@ -45,7 +45,7 @@ package final class SessionViews: @unchecked Sendable {
             return true
         }
         guard fresh else { return }
-        view.session.onExecutor { view.session.nextEventSeq = max(view.session.nextEventSeq, last.seq + 1) }
+        view.session.locked { view.session.nextEventSeq = max(view.session.nextEventSeq, last.seq + 1) }
         view.session.feed.publish(events.filter { $0.seq > view.published })
     }
 

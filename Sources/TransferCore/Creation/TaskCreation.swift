@@ -84,7 +84,7 @@ struct TaskCreation: Sendable {
     /// nothing. (`createTasks` catches the retries that overtake it.) A task only in the store is
     /// looked up on the store's readers, and `answer` runs there.
     func replay(in session: SessionState, _ claim: IdempotencyClaim, answer: @escaping @Sendable (Result<CreationOutcome?, Refusal>) -> Void) {
-        let (held, inMemory) = session.onExecutor { () -> (Bool, TaskRecord?) in
+        let (held, inMemory) = session.locked { () -> (Bool, TaskRecord?) in
             guard let entry = session.task(withIdempotencyKey: claim.key) else { return (false, nil) }
             return (true, entry.lifecycle.isDeleted ? nil : entry.record)
         }
@@ -103,7 +103,7 @@ struct TaskCreation: Sendable {
                      completion: @escaping @Sendable (Result<CreationOutcome, Refusal>) -> Void)
     {
         let now = runner.clock.now()
-        let reservation: Reservation = session.onExecutor {
+        let reservation: Reservation = session.locked {
             if let refusal = SessionRetirement.refusal(retirement.lifecycleActions(session, .createTasks),
                                                      "session \(session.identifier) is invalidated; it takes no new tasks") {
                 return .refused(refusal)
@@ -161,7 +161,7 @@ struct TaskCreation: Sendable {
                 let spooled = try files.spoolLargeBodies(&spooledRecords, session: session)
                 insert(spooledRecords, spooled: spooled, in: session, idempotency: idempotency, completion: completion)
             } catch {
-                session.onExecutor { session.endReservation(ids: records.lazy.map(\.id), key: idempotency?.key) }
+                session.locked { session.endReservation(ids: records.lazy.map(\.id), key: idempotency?.key) }
                 completion(.failure(Refusal(.insufficientStorage, "insufficient_storage", "cannot store the request body: \(error.message)")))
             }
         }
@@ -186,10 +186,10 @@ struct TaskCreation: Sendable {
             if case .failure = result, let blobs = files.blobs {
                 for blob in spooled { unlink(blobs.path(blob.id)) }
             }
-            session.onExecutor { session.endReservation(ids: records.lazy.map(\.id), key: idempotency?.key) }
+            session.locked { session.endReservation(ids: records.lazy.map(\.id), key: idempotency?.key) }
             switch result {
             case .success:
-                let created = session.onExecutor { () -> [(TaskEntry, [TaskLifecycle.Action])] in
+                let created = session.locked { () -> [(TaskEntry, [TaskLifecycle.Action])] in
                     records.map { record in
                         let entry = TaskEntry(record: record, lifecycle: TaskLifecycle())
                         session.addTask(entry)

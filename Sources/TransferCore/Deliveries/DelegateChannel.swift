@@ -30,8 +30,6 @@ final class DelegateChannel: @unchecked Sendable {
     private var subscription: UInt64?
     private var upcoming: UpcomingEvents
     private var stopped = false
-    /// A page of the journal is being read (`readPage`).
-    private var reading = false
     /// Attempts, and delivery progress, not stored yet: saved together `saveDelay` after the first
     /// of them. Losing them in a crash only sends those events again (with the same webhook-id);
     /// storing each at once would put a commit — an fsync — per webhook in front of every task
@@ -137,31 +135,10 @@ final class DelegateChannel: @unchecked Sendable {
 
     private func nextEvent() -> Event? {
         if upcoming.needsRead {
-            readPage()
-            return nil
+            // Unreadable now: read as nothing yet, so delivery waits and reads again at the next event.
+            upcoming.read((try? deliveries.journal.events(of: session, after: upcoming.known, limit: Self.pageSize)) ?? [], pageSize: Self.pageSize)
         }
         return upcoming.take()
-    }
-
-    /// Reads the journal's next page on the store's readers, never on the executor: a handler
-    /// entering the executor must not wait behind a store read. Delivery goes on when it is back.
-    private func readPage() {
-        guard !reading else { return }
-        reading = true
-        let after = upcoming.known, identifier = session.identifier
-        deliveries.journal.readStore(deliveries.journal.store(of: session), {
-            try $0.events(session: identifier, after: after, limit: Self.pageSize)
-        }) { [self] page in
-            queue.async { [self] in
-                reading = false
-                // A replaced delegate started over from elsewhere: this page is no longer the next.
-                if after == upcoming.known {
-                    // Unreadable now: read as nothing yet, so delivery waits and reads again at the next event.
-                    upcoming.read((try? page.get()) ?? [], pageSize: Self.pageSize)
-                }
-                pump()
-            }
-        }
     }
 
     /// Tells the lifecycle what happened. An event it cannot take where it is would be a slip of

@@ -21,7 +21,7 @@ extension Deliveries {
     /// deliveries), besides the in-order delivery, which it neither waits for nor moves. `queued`
     /// runs once it is, after the event was read on the store's readers.
     func redeliver(_ session: SessionState, eventID: String, queued: @escaping @Sendable (Result<Void, Refusal>) -> Void) throws(Refusal) {
-        guard let delegate = session.onExecutor({ session.delegate }) else {
+        guard let delegate = session.locked({ session.delegate }) else {
             throw Refusal(.conflict, "no_delegate", "session \(session.identifier) has no delegate")
         }
         guard !delegate.disabled else {

@@ -21,11 +21,11 @@ struct Deliveries: Sendable {
     /// one channel while it has an enabled delegate; a delegate set anew (another URL, secret or
     /// filter) is handed to it, and one enabled again gets a new channel.
     func updateDelegateChannel(_ session: SessionState) {
-        let (start, stop): (DelegateChannel?, DelegateChannel?) = session.onExecutor {
+        let (start, stop): (DelegateChannel?, DelegateChannel?) = session.locked {
             let wanted = session.delegate.flatMap { $0.disabled ? nil : $0 }
             switch (session.channel, wanted) {
             case (let channel?, let wanted?):
-                // On the executor, so that the channel is handed delegates in the order they were set.
+                // Under the lock, so that the channel is handed delegates in the order they were set.
                 channel.use(wanted)
                 return (nil, nil)
             case (let channel?, nil):
@@ -47,7 +47,7 @@ struct Deliveries: Sendable {
     /// The delegate received everything up to `seq` (or did not want it): that counts as
     /// acknowledged. Memory only: `saveDeliveries` stores it.
     func markDelivered(_ session: SessionState, through seq: Int64) {
-        session.onExecutor {
+        session.locked {
             session.deliveredThrough = max(session.deliveredThrough, seq)
             session.ackedThrough = max(session.ackedThrough, seq)
         }
@@ -57,14 +57,14 @@ struct Deliveries: Sendable {
     /// delivery got — in one commit, then removes the session if it was invalidated and is now
     /// settled.
     func saveDeliveries(_ session: SessionState, _ attempts: [DeliveryAttempt]) {
-        let through = session.onExecutor { session.deliveredThrough }
+        let through = session.locked { session.deliveredThrough }
         journal.persist(session, [.recordAttempts(attempts), .setDelivered(session: session.identifier, through: through),
                           .setAcked(session: session.identifier, through: through)]) { [self] _ in retirement.removeIfSettled(session) }
     }
 
     /// `POST …/events/ack`.
     func acknowledge(_ session: SessionState, through seq: Int64, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
-        let acked = session.onExecutor {
+        let acked = session.locked {
             session.ackedThrough = max(session.ackedThrough, min(seq, session.nextEventSeq - 1))
             return session.ackedThrough
         }
@@ -77,7 +77,7 @@ struct Deliveries: Sendable {
     /// Disables the session's delegate, visibly (`delegate.disabled`), unless it was set anew
     /// meanwhile.
     func disable(_ delegate: Delegate, of session: SessionState, because reason: String) {
-        let row: StoredSession? = session.onExecutor {
+        let row: StoredSession? = session.locked {
             guard session.delegate == delegate else { return nil }
             session.delegate?.disabled = true
             return session.storedRow
@@ -89,28 +89,9 @@ struct Deliveries: Sendable {
     }
 
     /// POSTs one event to the delegate, signed, through the engine: no redirects (a 3xx is a
-    /// failure), 15 s at most; what the receiver answers beyond its status is not read. The trace
-    /// of the task it is about comes from memory while the task is there, else from its stored
-    /// record — looked up, on the store's readers rather than the session's executor, only in
-    /// sessions that traced a task.
+    /// failure), 15 s at most; what the receiver answers beyond its status is not read.
     func deliver(_ event: Event, to delegate: Delegate, session: SessionState,
                  completion: @escaping @Sendable (TransferOutcome) -> Void)
-    {
-        guard let id = event.task else { return post(event, to: delegate, session: session, trace: nil, completion: completion) }
-        let (traced, inMemory): (Bool, String??) = session.onExecutor {
-            (session.tracesTasks, session.tasks[id].map { $0.record.traceparent })
-        }
-        guard traced, inMemory == nil else {
-            return post(event, to: delegate, session: session, trace: traced ? inMemory ?? nil : nil, completion: completion)
-        }
-        let identifier = session.identifier
-        journal.readStore(journal.store(of: session), { try $0.loadTask(session: identifier, id: id)?.traceparent }) { [self] found in
-            post(event, to: delegate, session: session, trace: (try? found.get()) ?? nil, completion: completion)
-        }
-    }
-
-    private func post(_ event: Event, to delegate: Delegate, session: SessionState, trace: String?,
-                      completion: @escaping @Sendable (TransferOutcome) -> Void)
     {
         let body = event.jsonBytes
         var spec = TransferSpec(label: "\(session.identifier)/delegate", session: Deliveries.deliverySession(session.identifier),
@@ -118,7 +99,7 @@ struct Deliveries: Sendable {
         spec.method = "POST"
         spec.headers = [("Content-Type", "application/json"), ("User-Agent", "transferd/\(TransferdVersion.current)")]
             + WebhookSigner.headers(id: event.id, timestamp: clock.now().milliseconds / 1000, body: body, key: delegate.key)
-        if let trace = trace.flatMap(TraceParent.init) {
+        if let trace = traceparent(of: event, in: session).flatMap(TraceParent.init) {
             spec.headers.append(("traceparent", trace.child()))
         }
         spec.body = .bytes(body)
@@ -127,6 +108,18 @@ struct Deliveries: Sendable {
         spec.idleTimeout = 15
         spec.totalTimeout = 15
         engine.submit(spec, observer: DeliveryObserver(completion: completion))
+    }
+
+    /// The trace of the task an event is about: from memory while the task is there, else from
+    /// its stored record — looked up only in sessions that traced a task.
+    private func traceparent(of event: Event, in session: SessionState) -> String? {
+        guard let id = event.task else { return nil }
+        let (traced, inMemory): (Bool, String??) = session.locked {
+            (session.tracesTasks, session.tasks[id].map { $0.record.traceparent })
+        }
+        guard traced else { return nil }
+        if let inMemory { return inMemory }
+        return (try? journal.store(of: session).loadTask(session: session.identifier, id: id))?.flatMap(\.traceparent)
     }
 
     /// Deliveries of a session run as their own engine session, so they never wait behind its

@@ -30,7 +30,7 @@ final class TaskFilePreparer: TransferPreparer, Sendable {
     func prepare() throws(TransferFailure) -> TransferFiles {
         // Read now rather than kept from the hand-over: a queued task costs no copy of its record,
         // and what is read here (where the file is, its validator) does not change while it waits.
-        let record = session.onExecutor { entry.record }
+        let record = session.locked { entry.record }
         var files = TransferFiles()
         do {
             files.body = try taskFiles.openBody(body).dropping(first: bodyFrom)
@@ -75,7 +75,7 @@ final class TaskFilePreparer: TransferPreparer, Sendable {
         }
         // The attempt's end takes the file from here and settles it (`transferEnded`): the outcome
         // is delivered after this returns, so it finds the file.
-        session.onExecutor { entry.output = output }
+        session.locked { entry.output = output }
         return files
     }
 }

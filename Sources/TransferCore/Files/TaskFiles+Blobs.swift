@@ -26,7 +26,7 @@ extension TaskFiles {
     /// `session/task` of an unfinished task whose body is the blob (every unfinished task is in memory).
     func unfinishedTask(using blobID: String) -> String? {
         for session in journal.registry.all {
-            let user: String? = session.onExecutor {
+            let user: String? = session.locked {
                 session.tasks.values.first { entry in
                     guard !entry.record.isCompleted, case .blob(blobID, _)? = entry.record.body else { return false }
                     return true

@@ -10,10 +10,10 @@ extension TaskFiles {
     /// Keeps the response body of a task failing with `http_error` where `…/body` finds it, and
     /// returns the output still to be dropped (nil once the body took it over).
     func keepErrorBody(_ output: TaskOutput?, outcome: TransferOutcome, entry: TaskEntry, in session: SessionState) -> TaskOutput? {
-        let record = session.onExecutor { entry.record }
+        let record = session.locked { entry.record }
         guard let output else {
             // An ephemeral data task's body is already in memory.
-            session.onExecutor { entry.memoryBody = outcome.body ?? [] }
+            session.locked { entry.memoryBody = outcome.body ?? [] }
             return nil
         }
         guard record.kind == .download else {
@@ -21,15 +21,15 @@ extension TaskFiles {
             // successful one's does (not made durable: an error page is not what a 2xx promised).
             guard (try? output.publish()) != nil else { return output }
             output.closeDirectory()
-            session.onExecutor { entry.record.bodyLocation = output.finalPath }
+            session.locked { entry.record.bodyLocation = output.finalPath }
             return nil
         }
         if session.mode.isDurable {
             if let path = copyErrorBody(of: output, record: record, session: session) {
-                session.onExecutor { entry.record.bodyLocation = path }
+                session.locked { entry.record.bodyLocation = path }
             }
         } else if let bytes = TaskFiles.read(output.fd, upTo: maxBodyBytes) {
-            session.onExecutor { entry.memoryBody = bytes }
+            session.locked { entry.memoryBody = bytes }
         }
         return output
     }

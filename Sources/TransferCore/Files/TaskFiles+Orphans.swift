@@ -42,13 +42,13 @@ extension TaskFiles {
     private func ownsSessionFile(_ session: SessionState, _ name: String) -> Bool {
         if name.hasPrefix("."), name.hasSuffix(".part") {
             let id = String(name.dropFirst().dropLast(5))
-            return session.onExecutor { session.tasks[id].map { !$0.record.isCompleted && !$0.lifecycle.isDeleted } ?? false }
+            return session.locked { session.tasks[id].map { !$0.record.isCompleted && !$0.lifecycle.isDeleted } ?? false }
         }
         if name.hasPrefix("."), name.hasSuffix(".resume") {
             let id = String(name.dropFirst().dropLast(7))
             return (try? journal.record(session, id))?.error?.resumeData != nil
         }
-        if session.onExecutor({ session.tasks[name] }) != nil { return true }
+        if session.locked({ session.tasks[name] }) != nil { return true }
         return (try? journal.store.taskExists(session: session.identifier, id: name)) ?? true
     }
 
@@ -56,7 +56,7 @@ extension TaskFiles {
     private func liveDestinationTemporaries() -> Set<String> {
         var names = Set<String>()
         for session in journal.registry.all {
-            session.onExecutor {
+            session.locked {
                 for entry in session.tasks.values where !entry.record.isCompleted && entry.record.destination != nil {
                     names.insert(TaskFiles.temporaryName(for: entry.record))
                 }

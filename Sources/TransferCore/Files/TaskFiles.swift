@@ -61,7 +61,7 @@ struct TaskFiles: Sendable {
             }
             close(location.directoryFD)
         }
-        session.onExecutor { session.tasks[record.id]?.record.resumeFrom = nil }
+        session.locked { session.tasks[record.id]?.record.resumeFrom = nil }
     }
 
     /// Opens (or reopens, to continue it) the temporary file a task writes. A file kept by name

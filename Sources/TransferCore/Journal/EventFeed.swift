@@ -8,6 +8,14 @@ package final class EventFeed: Sendable {
 
     private let listeners = Locked<[UInt64: Listener]>([:])
     private let nextID = Locked<UInt64>(1)
+    private let order = Lock()
+
+    /// Runs `body` alone among callers of `serially`: a session numbers its events and queues them
+    /// to its store inside it, so they reach the store, and then listeners, in seq order whatever
+    /// thread produced them.
+    func serially<T>(_ body: () -> T) -> T {
+        order.withLock { body() }
+    }
 
     /// Adds a listener; keep the returned token to remove it.
     package func subscribe(_ listener: @escaping Listener) -> UInt64 {

@@ -15,7 +15,7 @@ extension TaskJournal {
     private func publishProgress() {
         let now = clock.now()
         for session in registry.all where session.feed.hasListeners {
-            let events: [Event] = session.onExecutor {
+            let events: [Event] = session.locked {
                 session.tasks.values.compactMap { entry in
                     guard entry.transfer != nil else { return nil }
                     let snapshot = entry.snapshot

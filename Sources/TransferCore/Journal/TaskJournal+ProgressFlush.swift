@@ -26,7 +26,7 @@ extension TaskJournal {
     func progressUpdates() -> [ProgressUpdate] {
         var rows: [ProgressUpdate] = []
         for session in registry.all where session.mode.isDurable {
-            session.onExecutor {
+            session.locked {
                 for entry in session.tasks.values where entry.transfer.map({ $0.phase != .waiting }) ?? false {
                     let snapshot = entry.snapshot
                     rows.append(ProgressUpdate(session: session.identifier, id: snapshot.id, progress: snapshot.progress))

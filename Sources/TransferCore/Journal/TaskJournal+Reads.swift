@@ -27,7 +27,7 @@ extension TaskJournal {
 
     /// The task's current record as memory holds it: every task that has not completed is there.
     func snapshot(_ session: SessionState, _ id: String) -> TaskRecord? {
-        session.onExecutor { session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }
+        session.locked { session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.snapshot } }
     }
 
     /// The task's current record: from memory, or for a completed task of a durable session (not

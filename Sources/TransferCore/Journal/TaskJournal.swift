@@ -46,43 +46,40 @@ final class TaskJournal: Sendable {
                  _ changes: [StoreChange], then: @escaping @Sendable (Result<CommitReport, Error>) -> Void)
     {
         let store = store(of: session)
-        // Numbering and queueing together, on the session's executor, so seqs reach the store in
-        // order; it commits and answers in that order.
-        let fenced: Bool = session.onExecutor {
-            // A session whose lease was lost writes nothing more, whoever asks.
-            guard !session.released else { return true }
+        // A session whose lease was lost writes nothing more, whoever asks.
+        if session.locked({ session.released }) { return then(.failure(StoreError.fenced(session: session.identifier))) }
+        // Numbering and queueing together, so seqs reach the store in order; it commits and
+        // answers in that order.
+        session.feed.serially {
             let (events, reported, endingBusy) = journal(drafts, reportedBy: entry, in: session)
             let seqs = events.first.map { $0.seq...events[events.count - 1].seq }
             store.commit(events.isEmpty ? changes : changes + [.insertEvents(events)]) { [logger] result in
                 switch result {
                 case .success:
-                    if let seqs { session.onExecutor { session.numbering.stored(seqs) } }
+                    if let seqs { session.locked { session.numbering.stored(seqs) } }
                     session.feed.publish(events)
                 case .failure(let error):
                     // Nothing of the batch was stored, so nothing of it stays in memory either: its
                     // seqs are given back (no gap is left), the events the transfer reported go
                     // back to wait for the next commit, and the busy period it ended goes on.
-                    let task: String? = session.onExecutor {
+                    session.locked {
                         if let seqs { session.numbering.refused(seqs) }
                         entry?.returnPendingEvents(reported)
                         session.busyTasksEnding -= endingBusy
-                        return entry?.record.id
                     }
                     // Every failed commit, whoever asked for it, gets its line: the store is where
                     // an operator must look first.
                     var metadata: Logger.Metadata = ["session": .string(session.identifier), "error": "\(error)",
                                                      "changes": .stringConvertible(changes.count)]
-                    if let task { metadata["task"] = .string(task) }
+                    if let entry { metadata["task"] = .string(session.locked { entry.record.id }) }
                     logger.error("store error", metadata: metadata)
                 }
                 then(result)
             }
-            return false
         }
-        if fenced { then(.failure(StoreError.fenced(session: session.identifier))) }
     }
 
-    /// Numbers the drafts in the session's sequence (on the session's executor). The end of a
+    /// Numbers the drafts in the session's sequence (called inside `feed.serially`). The end of a
     /// busy period (`session.all_tasks_finished`, urlSessionDidFinishEvents) is decided here, in
     /// seq order: of several tasks completing at once, the one numbered last ends it. Also returns
     /// what a refused commit undoes: the events taken from `entry`, and the busy tasks counted
@@ -90,30 +87,31 @@ final class TaskJournal: Sendable {
     private func journal(_ drafts: [EventDraft], reportedBy entry: TaskEntry?, in session: SessionState)
         -> (events: [Event], reported: [EventDraft], endingBusy: Int)
     {
-        session.assertOnExecutor()
         let now = clock.now()
-        let reported = entry?.takePendingEvents() ?? []
-        let all = reported + drafts
-        guard !all.isEmpty else { return ([], [], 0) }
-        var events: [Event] = []
-        func append(_ draft: EventDraft) {
-            events.append(Event(id: Event.newID(at: now), seq: session.numbering.take(), session: session.identifier, type: draft.type,
-                                task: draft.task, at: now, data: draft.data))
+        return session.locked {
+            let reported = entry?.takePendingEvents() ?? []
+            let all = reported + drafts
+            guard !all.isEmpty else { return ([], [], 0) }
+            var events: [Event] = []
+            func append(_ draft: EventDraft) {
+                events.append(Event(id: Event.newID(at: now), seq: session.numbering.take(), session: session.identifier, type: draft.type,
+                                    task: draft.task, at: now, data: draft.data))
+            }
+            var endingBusy = 0
+            for draft in all {
+                append(draft)
+                guard draft.endsBusyTask else { continue }
+                session.busyTasksEnding += 1
+                endingBusy += 1
+                if session.busyCount <= session.busyTasksEnding { append(EventDraft(.sessionAllTasksFinished, task: nil)) }
+            }
+            return (events, reported, endingBusy)
         }
-        var endingBusy = 0
-        for draft in all {
-            append(draft)
-            guard draft.endsBusyTask else { continue }
-            session.busyTasksEnding += 1
-            endingBusy += 1
-            if session.busyCount <= session.busyTasksEnding { append(EventDraft(.sessionAllTasksFinished, task: nil)) }
-        }
-        return (events, reported, endingBusy)
     }
 
     /// The in-memory entry of a task that has not completed (every such task is in memory).
     func liveEntry(_ session: SessionState, _ id: String) -> TaskEntry? {
-        session.onExecutor { session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0 } }
+        session.locked { session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0 } }
     }
 
     /// Applies a change a running transfer reported (a response head, a redirect) to the task in
@@ -123,7 +121,7 @@ final class TaskJournal: Sendable {
     func noteTransferChange(_ entry: TaskEntry, in session: SessionState, events: [EventDraft],
                             _ change: (inout TaskRecord) -> Void)
     {
-        let schedule: Bool = session.onExecutor {
+        let schedule: Bool = session.locked {
             change(&entry.record)
             entry.addPendingEvents(events)
             if events.isEmpty { entry.hasPendingChange = true }
@@ -139,7 +137,7 @@ final class TaskJournal: Sendable {
     /// Stores what `noteTransferChange` kept back, unless a completion has taken it meanwhile. The
     /// row is only updated while it still says unfinished: a late flush never undoes a completion.
     func flushPendingEvents(of entry: TaskEntry, in session: SessionState) {
-        let record: TaskRecord? = session.onExecutor {
+        let record: TaskRecord? = session.locked {
             entry.pendingEventsScheduled = false
             defer { entry.hasPendingChange = false }
             return entry.hasPendingEvents || entry.hasPendingChange ? entry.record : nil

@@ -16,7 +16,7 @@ extension ServiceMetrics {
         var eventsPending = 0
         for session in registry.all {
             sessions[session.mode, default: 0] += 1
-            session.onExecutor {
+            session.locked {
                 eventsPending += session.pendingEvents
                 guard session.unfinishedCount > 0 else { return }
                 for entry in session.tasks.values where entry.record.state != .completed {

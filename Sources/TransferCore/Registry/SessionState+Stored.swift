@@ -6,9 +6,8 @@ import TransferStore
 
 /// A session as the store keeps it, and back.
 extension SessionState {
-    /// The session's row.
+    /// The session's row (lock held).
     var storedRow: StoredSession {
-        assertOnExecutor()
         var json = JSONWriter()
         json.value(configurationJSON)
         return StoredSession(identifier: identifier, mode: mode.rawValue,
@@ -29,18 +28,16 @@ extension SessionState {
         }
         let session = SessionState(identifier: row.identifier, mode: mode, configuration: configuration,
                                    configurationJSON: json, createdAt: Timestamp(milliseconds: row.createdAt))
-        session.onExecutor {
-            session.lifecycle = SessionLifecycle(restoring: SessionLifecycle.Status(rawValue: row.lifecycle) ?? .active,
-                                                 mode: row.invalidateMode.flatMap(SessionLifecycle.InvalidateMode.init(rawValue:)))
-            session.delegate = row.delegate.flatMap(Delegate.init(stored:))
-            if session.lifecycle.status == .invalidated { session.invalidatedAt = now }
-            session.nextEventSeq = row.lastEventSeq + 1
-            session.ackedThrough = row.ackedThrough
-            session.deliveredThrough = row.deliveredThrough
-            if let summary {
-                session.counts = summary.counts
-                session.nextSequence = summary.maxSequence + 1
-            }
+        session.lifecycle = SessionLifecycle(restoring: SessionLifecycle.Status(rawValue: row.lifecycle) ?? .active,
+                                             mode: row.invalidateMode.flatMap(SessionLifecycle.InvalidateMode.init(rawValue:)))
+        session.delegate = row.delegate.flatMap(Delegate.init(stored:))
+        if session.lifecycle.status == .invalidated { session.invalidatedAt = now }
+        session.nextEventSeq = row.lastEventSeq + 1
+        session.ackedThrough = row.ackedThrough
+        session.deliveredThrough = row.deliveredThrough
+        if let summary {
+            session.counts = summary.counts
+            session.nextSequence = summary.maxSequence + 1
         }
         return session
     }
@@ -48,7 +45,7 @@ extension SessionState {
     /// Withdraws the session's delegate and stops its channel: the session goes (or is another
     /// replica's now), and nothing more of it is delivered from here.
     func withdrawDelegate() {
-        let stopping: DelegateChannel? = onExecutor {
+        let stopping: DelegateChannel? = locked {
             delegate = nil
             defer { channel = nil }
             return channel

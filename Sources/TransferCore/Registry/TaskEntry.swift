@@ -3,7 +3,7 @@ import Reactor
 import TransferEngine
 import TransferModel
 
-/// A task held in memory, owned by its session's executor: the record, and while it runs, the
+/// A task held in memory, guarded by its session's lock: the record, and while it runs, the
 /// engine's handle and the open output file.
 package final class TaskEntry: @unchecked Sendable {
     var record: TaskRecord {
@@ -64,9 +64,8 @@ package final class TaskEntry: @unchecked Sendable {
 
     private var keepsEncoding: Bool { transfer == nil && record.isCompleted }
 
-    /// The task object as the API returns it (on its session's executor).
+    /// The task object as the API returns it (lock held).
     var json: [UInt8] {
-        SessionState.assertOnAnExecutor()
         if let encoded { return encoded }
         let bytes = snapshot.jsonBytes()
         if keepsEncoding { encoded = bytes }
@@ -93,9 +92,8 @@ package final class TaskEntry: @unchecked Sendable {
     }
 
     /// Bytes per second over the last second or so, re-measured when a reader asks and the
-    /// previous sample is at least half a second old (on its session's executor).
+    /// previous sample is at least half a second old (lock held).
     private func currentRate(bytes: Int64) -> Double {
-        SessionState.assertOnAnExecutor()
         let now = MonotonicClock.now()
         if sample.at == 0 {
             sample = (now, bytes)

@@ -31,7 +31,7 @@ struct TaskControl: Sendable {
                          completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
     {
         guard let entry = journal.liveEntry(session, id) else { return journal.record(session, id, answer: completion) }
-        let change: (TaskRecord, EventType)? = session.onExecutor {
+        let change: (TaskRecord, EventType)? = session.locked {
             var probe = entry.lifecycle
             guard case .perform(let actions) = probe.handle(event) else { return nil }
             for case .writeRecord(event: let announced?) in actions {
@@ -42,11 +42,11 @@ struct TaskControl: Sendable {
             }
             return nil
         }
-        guard let (change, announced) = change else { return completion(.success(session.onExecutor { entry.snapshot })) }
+        guard let (change, announced) = change else { return completion(.success(session.locked { entry.snapshot })) }
         journal.persist(session, events: [.summary(change, announced)], reportedBy: entry,
                 [.updateState(session: session.identifier, id: id, state: change.state, phase: change.phase)]) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
-            let (actions, handle) = session.onExecutor {
+            let (actions, handle) = session.locked {
                 publishState(change.state, of: entry, in: session)
                 return (runner.step(entry, event), entry.transfer)
             }
@@ -54,15 +54,14 @@ struct TaskControl: Sendable {
             // A resume starts the task, which is file work: off the store's completion queue.
             runner.files.fileWork.async { [runner] in
                 runner.perform(actions, of: entry, in: session)
-                completion(.success(session.onExecutor { entry.snapshot }))
+                completion(.success(session.locked { entry.snapshot }))
             }
         }
     }
 
     /// A suspend or resume, once stored: only the state (and phase) change — what an attempt
-    /// reported meanwhile stays — and never over a completion decided meanwhile.
+    /// reported meanwhile stays — and never over a completion decided meanwhile (lock held).
     private func publishState(_ state: TaskState, of entry: TaskEntry, in session: SessionState) {
-        session.assertOnExecutor()
         guard !entry.record.isCompleted else { return }
         session.count(from: entry.record.state, to: state)
         entry.record.state = state
@@ -83,7 +82,7 @@ struct TaskControl: Sendable {
     func cancel(_ entry: TaskEntry, in session: SessionState, produceResumeData: Bool,
                 completion: @escaping @Sendable (TaskRecord) -> Void)
     {
-        let (handle, completed, actions): (TransferHandle?, TaskRecord?, [TaskLifecycle.Action]) = session.onExecutor {
+        let (handle, completed, actions): (TransferHandle?, TaskRecord?, [TaskLifecycle.Action]) = session.locked {
             if entry.record.isCompleted { return (nil, entry.record, []) }
             entry.completionWaiters.append(completion)
             let actions = runner.step(entry, .cancel(produceResumeData: produceResumeData))
@@ -103,7 +102,7 @@ struct TaskControl: Sendable {
     func update(_ session: SessionState, _ id: String, priority: Double?, description: String??,
                 completion: @escaping @Sendable (Result<TaskRecord, Refusal>) -> Void)
     {
-        guard let entry = session.onExecutor({ session.tasks[id] }) else {
+        guard let entry = session.locked({ session.tasks[id] }) else {
             // A completed task out of memory: load it (on the store's readers), change it, store it.
             return journal.record(session, id) { [self] loaded in
                 guard case .success(var stored) = loaded else { return completion(loaded) }
@@ -117,7 +116,7 @@ struct TaskControl: Sendable {
                 }
             }
         }
-        let (change, handle): (TaskRecord, TransferHandle?) = session.onExecutor {
+        let (change, handle): (TaskRecord, TransferHandle?) = session.locked {
             var r = entry.record
             if let priority { r.priority = priority }
             if let description { r.description = description }
@@ -129,19 +128,19 @@ struct TaskControl: Sendable {
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             // It may have completed meanwhile, left memory and been read since.
             completedReplies.invalidate(session: session.identifier, id: id)
-            session.onExecutor {
+            session.locked {
                 entry.record.priority = change.priority
                 entry.record.description = change.description
             }
             if let priority, let handle { runner.engine.setPriority(handle, priority) }
-            completion(.success(session.onExecutor { entry.snapshot }))
+            completion(.success(session.locked { entry.snapshot }))
         }
     }
 
     /// `DELETE …/tasks/{task}`: cancel if needed, then forget the task and the files transferd
     /// keeps for it. A file written to a client's own `download.destination` is the client's and stays.
     func delete(_ session: SessionState, _ id: String, completion: @escaping @Sendable (Result<Void, Refusal>) -> Void) {
-        let entry = session.onExecutor { session.tasks[id] }
+        let entry = session.locked { session.tasks[id] }
         if let entry, !entry.record.isCompleted {
             return cancel(entry, in: session, produceResumeData: false) { [self] _ in
                 forget(session, id, completion: completion)
@@ -168,7 +167,7 @@ struct TaskControl: Sendable {
         journal.persist(session, changes) { [self] result in
             if case .failure(let error) = result { return completion(.failure(Refusal.storeFailure(error))) }
             completedReplies.invalidate(session: session.identifier, id: id)
-            session.onExecutor {
+            session.locked {
                 if let entry = session.dropTask(id) {
                     _ = runner.step(entry, .deleted)
                     session.count(from: entry.record.state, to: nil)

@@ -8,10 +8,10 @@ import TransferVocabulary
 
 extension TaskRunner {
     func finishSuccessfully(_ outcome: TransferOutcome, output: TaskOutput?, entry: TaskEntry, in session: SessionState) {
-        var record = session.onExecutor { entry.record }
+        var record = session.locked { entry.record }
         guard let output else {
             // An ephemeral data task: the body stays in memory, for `…/body`.
-            session.onExecutor { entry.memoryBody = outcome.body ?? [] }
+            session.locked { entry.memoryBody = outcome.body ?? [] }
             return complete(entry, in: session, record: record)
         }
         if record.kind == .download {
@@ -53,7 +53,7 @@ extension TaskRunner {
 
     /// Completes a task with an error (it never reached the origin, or the attempt failed).
     func complete(_ entry: TaskEntry, in session: SessionState, error: TaskError) {
-        var record = session.onExecutor { entry.record }
+        var record = session.locked { entry.record }
         record.error = error
         complete(entry, in: session, record: record)
     }
@@ -87,7 +87,7 @@ extension TaskRunner {
         let ownedBlob = TaskFiles.ownedBlob(of: completed)
         // Its completion, numbered with its events, ends the session's busy period when the task
         // counts as busy: counted in busyTasksEnding from then until it is published.
-        let endsBusy = session.onExecutor { entry.record.state == .running || entry.record.state == .canceling }
+        let endsBusy = session.locked { entry.record.state == .running || entry.record.state == .canceling }
         // Its file goes once the row has, on the file pool (not on the store's completion queue).
         var removeBlob: (@Sendable () -> Void)?
         if ownedBlob != nil {

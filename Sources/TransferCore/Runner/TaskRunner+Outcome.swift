@@ -17,7 +17,7 @@ extension TaskRunner {
         // lets the session go, as its lease keeper does at the deadline.
         if outcome.stopReason == .fenced || engine.fence?.permitsNow == false { return tenure.release(session.identifier) }
         guard let outcome = uploadExchangeEnded(handle, outcome, entry: entry, in: session) else { return }
-        let taken: (TaskOutput?, TaskRecord, SessionConfiguration)? = session.onExecutor {
+        let taken: (TaskOutput?, TaskRecord, SessionConfiguration)? = session.locked {
             guard entry.transfer === handle else { return nil }
             // Its lease was lost: the new holder decides what becomes of the task and its files.
             guard !session.released else { return nil }
@@ -101,7 +101,7 @@ extension TaskRunner {
         if ending?.code == .httpError, case .transferFailed = event {
             output = files.keepErrorBody(output, outcome: outcome, entry: entry, in: session)
         }
-        let actions = session.onExecutor { () -> [TaskLifecycle.Action] in
+        let actions = session.locked { () -> [TaskLifecycle.Action] in
             // A task that waits now (to retry, suspended, or for the next start) moves nothing:
             // its rate is 0, not the attempt's average, which only a completed task keeps.
             if TaskRunner.leavesTaskWaiting(event) { entry.record.progress.bytesPerSecond = 0 }

@@ -49,7 +49,7 @@ extension TaskRunner {
                  keepingState: Bool = false, endsBusy: Bool = false)
     {
         var quiet = false
-        let waiters: [@Sendable (TaskRecord) -> Void]? = session.onExecutor {
+        let waiters: [@Sendable (TaskRecord) -> Void]? = session.locked {
             if entry.record.isCompleted && !record.isCompleted { return nil }
             if endsBusy { session.busyTasksEnding -= 1 }
             var record = record, encoded = encoded
@@ -62,7 +62,7 @@ extension TaskRunner {
             guard record.isCompleted, step(entry, .completionStored).contains(.notifyWaiters) else { return [] }
             // A durable session's completed task is read from the store from now on (it was
             // stored before this): memory holds the tasks that can still change, not the history.
-            // No one can wait on it any more — waiters join on the executor, only while it has
+            // No one can wait on it any more — waiters join under this lock, only while it has
             // not completed. An ephemeral session's task stays: its store is memory too, and a
             // data task's body is kept only in its entry.
             if session.mode.isDurable { session.dropTask(record.id) }

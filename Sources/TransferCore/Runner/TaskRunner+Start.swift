@@ -13,7 +13,7 @@ extension TaskRunner {
     /// Its files are opened only once the engine admits it (`TaskFilePreparer`): a task queued
     /// behind the session's limits holds no descriptor.
     func startTransfer(_ entry: TaskEntry, in session: SessionState) {
-        let (record, configuration) = session.onExecutor { (entry.record, session.configuration) }
+        let (record, configuration) = session.locked { (entry.record, session.configuration) }
         let now = clock.now()
         let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - now.seconds
         guard remaining > 0 else {
@@ -22,7 +22,7 @@ extension TaskRunner {
         // Not before `begin_at`: until then nothing is handed to the engine — a task scheduled
         // for tomorrow costs a timer, not a place in the queue (nor start-up time).
         if let beginAt = record.beginAt, beginAt > now {
-            let actions = session.onExecutor {
+            let actions = session.locked {
                 let actions = step(entry, .beginLater(after: beginAt.seconds - now.seconds))
                 entry.record.phase = entry.lifecycle.phase
                 return actions
@@ -44,7 +44,7 @@ extension TaskRunner {
         // Stored before it goes out: a restart then knows the origin may have seen it, and does
         // not send it again (`TaskLifecycle`, `.processRestarted`). One commit per such attempt,
         // grouped with the others of its moment.
-        var marked = session.onExecutor { entry.record }
+        var marked = session.locked { entry.record }
         marked.phase = .connecting
         journal.persist(session, [.updateTaskKeepingState(marked, document: marked.storageDocument())]) { [self, spec] result in
             guard case .failure = result else { return submit(spec, observer: observer, of: entry, in: session) }
@@ -103,7 +103,7 @@ extension TaskRunner {
     /// Hands the prepared transfer to the engine — unless the lifecycle, told the start is ready,
     /// says otherwise (a suspend or cancel came meanwhile).
     private func submit(_ spec: TransferSpec, observer: TaskTransferObserver, of entry: TaskEntry, in session: SessionState) {
-        let declined: [TaskLifecycle.Action]? = session.onExecutor {
+        let declined: [TaskLifecycle.Action]? = session.locked {
             // A suspend or cancel that came meanwhile was left to this moment: nothing ran to stop.
             let actions = step(entry, .startPrepared)
             guard actions == [.submitTransfer] else { return actions }
@@ -120,7 +120,7 @@ extension TaskRunner {
 
     /// A start that could not be made completes the task with its error, whatever was asked meanwhile.
     private func startFailed(_ entry: TaskEntry, in session: SessionState, _ error: TaskError) {
-        perform(session.onExecutor { step(entry, .startFailed(error.code)) }, of: entry, in: session, ending: error)
+        perform(session.locked { step(entry, .startFailed(error.code)) }, of: entry, in: session, ending: error)
     }
 
     /// Session headers first; a task header of the same name replaces the session's.

@@ -23,7 +23,7 @@ extension TaskRunner {
             ?? UploadResumption(dialect: dialect, method: record.method, url: record.url, length: length)
         let request = resumption.nextRequest
         resumption.requestSent(request)
-        session.onExecutor { entry.record.uploadState = resumption }
+        session.locked { entry.record.uploadState = resumption }
         var exchange = spec
         exchange.method = request.method
         exchange.url = request.url
@@ -41,7 +41,7 @@ extension TaskRunner {
     func uploadExchangeEnded(_ handle: TransferHandle, _ outcome: TransferOutcome, entry: TaskEntry,
                              in session: SessionState) -> TransferOutcome?
     {
-        let stepped: (UploadResumption.Action, UploadResumption)? = session.onExecutor {
+        let stepped: (UploadResumption.Action, UploadResumption)? = session.locked {
             guard entry.transfer === handle, !session.released, outcome.started, var state = entry.record.uploadState else { return nil }
             // A stopped exchange (suspended, cancelled, shut down) counts as cut: the next start
             // asks for the offset.
@@ -81,13 +81,13 @@ extension TaskRunner {
     /// Hands the upload's next exchange to the engine in place of the one that ended, unless the
     /// task was suspended or cancelled meanwhile (then the ended exchange ends the attempt).
     private func sendNextExchange(after handle: TransferHandle, entry: TaskEntry, in session: SessionState) -> Bool {
-        let (record, configuration) = session.onExecutor { (entry.record, session.configuration) }
+        let (record, configuration) = session.locked { (entry.record, session.configuration) }
         let remaining = record.createdAt.adding(seconds: configuration.timeoutResource).seconds - clock.now().seconds
         guard remaining > 0, let body = try? files.planBody(for: record, session: session) else { return false }
         let spec = transferSpec(record, configuration: configuration, body: body, remaining: remaining, entry: entry, in: session)
         let observer = TaskTransferObserver(runner: self, session: session, entry: entry, continuing: true)
         let stillRunning = { entry.transfer === handle && entry.lifecycle.state == .running }
-        let ended: TaskOutput?? = session.onExecutor {
+        let ended: TaskOutput?? = session.locked {
             guard stillRunning() else { return .none }
             defer { entry.output = nil }
             return .some(entry.output)
@@ -96,7 +96,7 @@ extension TaskRunner {
         // The ended exchange's response body (a HEAD's, a 409's) is not the task's; gone before
         // the next exchange opens the file of the same name.
         output?.discard()
-        let sent: Bool = session.onExecutor {
+        let sent: Bool = session.locked {
             guard stillRunning() else { return false }
             entry.transfer = engine.submit(spec, observer: observer)
             return true

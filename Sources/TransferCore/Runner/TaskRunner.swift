@@ -24,10 +24,9 @@ struct TaskRunner: Sendable {
     var clock: any ServiceClock { journal.clock }
     var logger: Logger { journal.logger }
 
-    /// Tells a task's lifecycle what happened (on its session's executor) and returns what to do. An event that
+    /// Tells a task's lifecycle what happened (lock held) and returns what to do. An event that
     /// cannot happen where the task is changes nothing and is logged: it is a bug, not a race.
     func step(_ entry: TaskEntry, _ event: TaskLifecycle.Event) -> [TaskLifecycle.Action] {
-        SessionState.assertOnAnExecutor()
         switch entry.lifecycle.handle(event) {
         case .perform(let actions):
             return actions
@@ -48,7 +47,7 @@ struct TaskRunner: Sendable {
                  output: TaskOutput? = nil, ending: TaskError? = nil)
     {
         // A released session's timers and late reports start or settle nothing (see `release`).
-        if session.onExecutor({ session.released }) { return }
+        if session.locked({ session.released }) { return }
         var resumeData: String?
         for (i, action) in actions.enumerated() {
             switch action {
@@ -56,9 +55,9 @@ struct TaskRunner: Sendable {
                 output?.keep()
             case .releaseOutput:
                 output?.keep()
-                perform(session.onExecutor { step(entry, .outputReleased) }, of: entry, in: session)
+                perform(session.locked { step(entry, .outputReleased) }, of: entry, in: session)
             case .keepPartialForResume:
-                let record = session.onExecutor { entry.record }
+                let record = session.locked { entry.record }
                 if let output {
                     resumeData = files.keepForResume(record, output: output)
                     if resumeData == nil { output.discard() }
@@ -66,7 +65,7 @@ struct TaskRunner: Sendable {
                     resumeData = files.settlePartialOutput(of: record, session: session)
                 }
             case .discardPartial:
-                if let output { output.discard() } else { files.discardPartialOutput(of: session.onExecutor { entry.record }, session: session) }
+                if let output { output.discard() } else { files.discardPartialOutput(of: session.locked { entry.record }, session: session) }
             case .complete(let code?):
                 var error = code == .cancelled ? TaskError(code: .cancelled, message: "the task was cancelled")
                     : ending ?? TaskError(code: code, message: code.rawValue)
@@ -76,7 +75,7 @@ struct TaskRunner: Sendable {
                 // What the ended attempt made of the task (progress, response, phase) is stored
                 // before the task moves on.
                 let rest = Array(actions[(i + 1)...])
-                var record = session.onExecutor {
+                var record = session.locked {
                     var record = entry.record
                     record.phase = entry.lifecycle.phase
                     return record
@@ -92,7 +91,7 @@ struct TaskRunner: Sendable {
             case .scheduleStart(let delay, _):
                 startLater(entry, in: session, after: delay)
             case .complete(nil), .writeRecord(event: .some), .submitTransfer, .stopTransfer, .notifyWaiters:
-                // Performed where they are decided: they need the outcome, the engine or the executor.
+                // Performed where they are decided: they need the outcome, the engine or the lock.
                 break
             }
         }
@@ -103,7 +102,7 @@ struct TaskRunner: Sendable {
     func startLater(_ entry: TaskEntry, in session: SessionState, after delay: Double) {
         // On the file pool: a start finds its body and takes over a partial file.
         clock.schedule(after: delay, on: files.fileWork) { [self] in
-            perform(session.onExecutor { step(entry, .startDue) }, of: entry, in: session)
+            perform(session.locked { step(entry, .startDue) }, of: entry, in: session)
         }
     }
 }

@@ -5,7 +5,7 @@ import TransferEngine
 import TransferModel
 
 /// Receives one transfer's news on its curl loop and passes it to the runner. The quick
-/// updates (response head, redirects) are applied on the session's executor right here; completion,
+/// updates (response head, redirects) are applied under the session lock right here; completion,
 /// which touches files and the store, moves to the file-work queue.
 final class TaskTransferObserver: TransferObserver, Sendable {
     private let runner: TaskRunner
@@ -24,7 +24,7 @@ final class TaskTransferObserver: TransferObserver, Sendable {
 
     func transferStarted(_ handle: TransferHandle) {
         guard !continuing else { return }
-        session.onExecutor {
+        session.locked {
             _ = runner.step(entry, .transferStarted)
             entry.record.metrics.attempts += 1
             if entry.record.startedAt == nil { entry.record.startedAt = runner.clock.now() }
@@ -42,7 +42,7 @@ final class TaskTransferObserver: TransferObserver, Sendable {
             json.endObject()
             events.append(EventDraft(.taskResumedAtOffset, task: entry.record.id, data: json.bytes))
         }
-        session.onExecutor { _ = runner.step(entry, .responseHead) }
+        session.locked { _ = runner.step(entry, .responseHead) }
         runner.journal.noteTransferChange(entry, in: session, events: events) { record in
             record.response = head
             record.currentURL = response.url
@@ -56,7 +56,7 @@ final class TaskTransferObserver: TransferObserver, Sendable {
     /// Names the partial file for the next start — when it can be continued at all: a 2xx with
     /// a validator for `If-Range` (without one, the next attempt starts from zero anyway).
     func transferPartialWorthKeeping(_ handle: TransferHandle) {
-        let output: TaskOutput? = session.onExecutor {
+        let output: TaskOutput? = session.locked {
             guard entry.transfer === handle, let status = entry.record.response?.status, (200...299).contains(status),
                   entry.record.validator != nil else { return nil }
             return entry.output

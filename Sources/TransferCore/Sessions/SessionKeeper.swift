@@ -26,7 +26,7 @@ struct SessionKeeper: Sendable {
                     completion: @escaping @Sendable (Result<(SessionState, created: Bool, secret: String?), Refusal>) -> Void)
     {
         if let existing = registry.session(identifier) {
-            let actions = existing.onExecutor { retirement.lifecycleActions(existing, .reattach) }
+            let actions = existing.locked { retirement.lifecycleActions(existing, .reattach) }
             if actions?.contains(.createAnew) == true {
                 return retirement.remove(existing) { [self] in putSession(identifier, request, setup: setup, completion: completion) }
             }
@@ -37,7 +37,7 @@ struct SessionKeeper: Sendable {
             if let refusal = SessionRetirement.refusal(actions, "session \(identifier) is being invalidated") {
                 return completion(.failure(refusal))
             }
-            let (row, secret) = existing.onExecutor { () -> (StoredSession, String?) in
+            let (row, secret) = existing.locked { () -> (StoredSession, String?) in
                 existing.configuration = request.configuration
                 existing.configurationJSON = request.configurationJSON
                 let secret = SessionKeeper.apply(request, to: existing)
@@ -56,7 +56,8 @@ struct SessionKeeper: Sendable {
         }
         let session = SessionState(identifier: identifier, mode: request.mode, configuration: request.configuration,
                                    configurationJSON: request.configurationJSON, createdAt: journal.clock.now())
-        let (secret, row) = session.onExecutor { (SessionKeeper.apply(request, to: session), session.storedRow) }
+        let secret = SessionKeeper.apply(request, to: session)
+        let row = session.storedRow
         journal.persist(session, [.upsertSession(row)]) { [self] result in
             switch result {
             case .success:
@@ -71,11 +72,10 @@ struct SessionKeeper: Sendable {
         }
     }
 
-    /// Sets the session's delegate as the request says. A re-attach that names the
+    /// Sets the session's delegate as the request says (lock held). A re-attach that names the
     /// same delegate without a secret keeps the secret it has; otherwise a generated one is
     /// returned, to be shown once.
     private static func apply(_ request: TaskCoordinator.SessionRequest, to session: SessionState) -> String? {
-        session.assertOnExecutor()
         guard case .some(let wanted) = request.delegate else { return nil }
         guard var delegate = wanted else {
             session.delegate = nil
@@ -96,7 +96,7 @@ struct SessionKeeper: Sendable {
     func invalidate(_ session: SessionState, mode: SessionLifecycle.InvalidateMode,
                     completion: @escaping @Sendable (Result<Void, Refusal>) -> Void)
     {
-        let (row, toCancel): (StoredSession?, [TaskEntry]) = session.onExecutor {
+        let (row, toCancel): (StoredSession?, [TaskEntry]) = session.locked {
             var row: StoredSession?
             var cancel: [TaskEntry] = []
             for action in retirement.lifecycleActions(session, .invalidate(mode)) ?? [] {

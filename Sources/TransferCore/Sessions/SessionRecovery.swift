@@ -91,7 +91,7 @@ struct SessionRecovery: Sendable {
                                                                            attempts: record.metrics.attempts, retryDueIn: retryDueIn))
             // A resumable upload with an upload resource goes on with a HEAD, safe to send again.
             let next = record.uploadState?.nextRequest.method ?? record.method
-            let actions = session.onExecutor {
+            let actions = session.locked {
                 session.addTask(entry)
                 return runner.step(entry, .processRestarted(mode: session.mode,
                                                      retriesSentRequest: session.configuration.retry.retries(next)))
@@ -127,7 +127,7 @@ struct SessionRecovery: Sendable {
     func interruptDefaultTasksAtRest() {
         let interrupted = TaskError(code: .interrupted, message: "transferd shut down while the task was unfinished")
         for session in registry.all where session.mode == .default {
-            let settled = session.onExecutor {
+            let settled = session.locked {
                 session.tasks.values.filter(\.lifecycle.isAtRest).map { ($0, runner.step($0, .processStopping)) }
             }
             for (entry, actions) in settled { runner.perform(actions, of: entry, in: session, ending: interrupted) }

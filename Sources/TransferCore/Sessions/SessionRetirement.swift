@@ -26,7 +26,7 @@ struct SessionRetirement: Sendable {
     /// is journaled and it takes nothing new. It stays (readable, its events deliverable) until its
     /// identifier is used again or its events are all acknowledged.
     func checkInvalidation(_ session: SessionState) {
-        let actions: [SessionLifecycle.Action] = session.onExecutor {
+        let actions: [SessionLifecycle.Action] = session.locked {
             guard session.unfinishedCount == 0, session.reservedIDs.isEmpty else { return [] }
             return lifecycleActions(session, .tasksSettled) ?? []
         }
@@ -35,10 +35,10 @@ struct SessionRetirement: Sendable {
             case .leaveEngine:
                 engine.removeSession(session.identifier)
             case .writeInvalidated:
-                var row = session.onExecutor { session.storedRow }
+                var row = session.locked { session.storedRow }
                 row.lifecycle = SessionLifecycle.Status.invalidated.rawValue
                 journal.persist(session, events: [EventDraft(.sessionInvalidated, task: nil)], [.upsertSession(row)]) { [self] _ in
-                    let removing: Bool = session.onExecutor {
+                    let removing: Bool = session.locked {
                         session.invalidatedAt = clock.now()
                         let stored = lifecycleActions(session, .invalidationStored(eventsPending: session.pendingEvents > 0))
                         return stored?.contains(.remove) == true
@@ -54,19 +54,18 @@ struct SessionRetirement: Sendable {
 
     /// An invalidated session whose events have all been acknowledged (or delivered) is removed.
     func removeIfSettled(_ session: SessionState) {
-        let settled = session.onExecutor {
+        let settled = session.locked {
             session.pendingEvents == 0 && lifecycleActions(session, .eventsAcknowledged)?.contains(.remove) == true
         }
         if settled { remove(session) {} }
     }
 
-    /// Tells the session's lifecycle what happened and returns what to do; nil when it
+    /// Tells the session's lifecycle what happened and returns what to do (lock held); nil when it
     /// cannot take the event where it is. That is only ever late news for a removed session — a
     /// delivery saved, an acknowledgement, a request that found it just before it went — and
     /// changes nothing.
     func lifecycleActions(_ session: SessionState, _ event: SessionLifecycle.Event) -> [SessionLifecycle.Action]? {
-        session.assertOnExecutor()
-        return switch session.lifecycle.handle(event) {
+        switch session.lifecycle.handle(event) {
         case .perform(let actions): actions
         case .invalid: nil
         }

@@ -31,7 +31,7 @@ final class EngineSessions: CookieStorage {
     /// At start, for a session loaded from the store: its stored cookies, and its TLS files read
     /// again (`SessionSettings.restoring`).
     func restore(_ session: SessionState) {
-        let (settings, unreadable) = SessionSettings.restoring(session.onExecutor { session.configuration }, roots: roots)
+        let (settings, unreadable) = SessionSettings.restoring(session.locked { session.configuration }, roots: roots)
         if let unreadable {
             logger.error("cannot read a session's TLS files; its transfers will fail",
                          metadata: ["session": .string(session.identifier), "error": .string(unreadable.detail)])

@@ -49,7 +49,7 @@ package final class RetentionSweeper: Sendable {
         for store in journal.stores {
             store.commit([.deleteEventsOlder(than: cutoff, limit: 10_000)]) { _ in }
         }
-        for session in journal.registry.all where session.onExecutor({ session.invalidatedAt.map { $0 < cutoff } ?? false }) {
+        for session in journal.registry.all where session.locked({ session.invalidatedAt.map { $0 < cutoff } ?? false }) {
             retirement.remove(session) {}
         }
         guard let blobs = files.blobs else { return }

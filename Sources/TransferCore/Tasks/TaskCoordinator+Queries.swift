@@ -19,7 +19,7 @@ extension TaskCoordinator {
         journal.readStore(store(of: session), { try $0.listTasks(session: session.identifier, after: after, state: state, kind: kind, limit: limit + 1) }) {
             answer($0.map { stored in
                 var page = stored
-                session.onExecutor {
+                session.locked {
                     for i in page.indices {
                         if let entry = session.tasks[page[i].id], !entry.lifecycle.isDeleted { page[i] = entry.snapshot }
                     }
@@ -42,7 +42,7 @@ extension TaskCoordinator {
 
     /// The task object as the API returns it, encoded (cached for tasks that are not moving).
     package func taskJSON(_ session: SessionState, _ id: String, answer: @escaping @Sendable (Result<[UInt8], Refusal>) -> Void) {
-        if let bytes = session.onExecutor({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.json } }) { return answer(.success(bytes)) }
+        if let bytes = session.locked({ session.tasks[id].flatMap { $0.lifecycle.isDeleted ? nil : $0.json } }) { return answer(.success(bytes)) }
         let (cached, generation) = completedReplies.lookup(session: session.identifier, id: id)
         if let cached { return answer(.success(cached)) }
         record(session, id) { [completedReplies] result in
@@ -88,7 +88,7 @@ extension TaskCoordinator {
     package func taskCounts(where visible: (String) -> Bool = { _ in true }) -> [TaskState: Int] {
         var totals: [TaskState: Int] = [:]
         for session in registry.all where visible(session.identifier) {
-            session.onExecutor { for (state, n) in session.counts { totals[state, default: 0] += n } }
+            session.locked { for (state, n) in session.counts { totals[state, default: 0] += n } }
         }
         // Cluster mode: the sessions other replicas hold count as committed, so a quota holds
         // across replicas.
@@ -102,7 +102,7 @@ extension TaskCoordinator {
     package func activity(where visible: (String) -> Bool) -> (waiting: Int, running: Int, down: Double, up: Double) {
         var result = (waiting: 0, running: 0, down: 0.0, up: 0.0)
         for session in registry.all where visible(session.identifier) {
-            session.onExecutor {
+            session.locked {
                 for entry in session.tasks.values where entry.record.state == .running {
                     switch entry.record.phase {
                     case .scheduled: result.waiting += 1

@@ -107,7 +107,7 @@ package final class TaskCoordinator: Sendable {
         // The channels then leave their sessions: nothing more is delivered, and a channel no
         // longer holds the rooms that hold its session.
         for session in registry.all {
-            session.onExecutor { () -> DelegateChannel? in
+            session.locked { () -> DelegateChannel? in
                 defer { session.channel = nil }
                 return session.channel
             }?.saveNow()

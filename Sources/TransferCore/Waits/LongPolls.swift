@@ -35,18 +35,18 @@ struct LongPolls: Sendable {
             if let id = wait.withLock({ $0 }) { openWaits.remove(id) }
             completion(.success(record))
         }
-        let alreadyDone: TaskRecord? = session.onExecutor {
+        let alreadyDone: TaskRecord? = session.locked {
             if entry.record.isCompleted { return entry.record }
             entry.completionWaiters.append(answer)
             return nil
         }
         if let alreadyDone { return answer(alreadyDone) }
-        let answerNow: @Sendable () -> Void = { answer(session.onExecutor { entry.snapshot }) }
+        let answerNow: @Sendable () -> Void = { answer(session.locked { entry.snapshot }) }
         guard let id = openWaits.add(answerNow) else { return answerNow() }
         wait.withLock { $0 = id }
         // Answered meanwhile (before the id was stored)? Then it is no longer open.
         if answered.load(ordering: .acquiring) { openWaits.remove(id) }
-        clock.schedule(after: seconds) { answer(session.onExecutor { entry.snapshot }) }
+        clock.schedule(after: seconds) { answer(session.locked { entry.snapshot }) }
     }
 
     /// Events after `seq` now, or — when there are none and `seconds` > 0 — as soon as one is
